@@ -1,0 +1,49 @@
+# Helpers shared by every CMakeLists.txt of the project.
+
+# Warnings for the project's own code.
+function(blq_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wshadow -Wstrict-prototypes
+    -Wmissing-prototypes -Wno-unused-parameter)
+endfunction()
+
+# Sanitizers are set per target, never through global flags.
+function(blq_sanitize target)
+  if(BLQ_SANITIZE STREQUAL "address")
+    target_compile_options(${target} PRIVATE -fsanitize=address,undefined
+      -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+    target_link_options(${target} PUBLIC -fsanitize=address,undefined)
+  elseif(BLQ_SANITIZE STREQUAL "thread")
+    target_compile_options(${target} PRIVATE -fsanitize=thread -fno-omit-frame-pointer)
+    target_link_options(${target} PUBLIC -fsanitize=thread)
+  elseif(NOT BLQ_SANITIZE STREQUAL "")
+    message(FATAL_ERROR "BLQ_SANITIZE: must be empty, 'address' or 'thread', got '${BLQ_SANITIZE}'")
+  endif()
+endfunction()
+
+# blq_test(NAME <name> SOURCES <files...> [CRITERION] [TIMEOUT <s>] [ARGS <args...>])
+# Registers a test with a TIMEOUT, so a deadlock fails instead of hanging.
+# CRITERION suites are skipped in TSan builds: Criterion 2.4.1 aborts under
+# ThreadSanitizer (Snaipe/Criterion#274); the stress programs run there.
+function(blq_test)
+  cmake_parse_arguments(T "CRITERION" "NAME;TIMEOUT" "SOURCES;ARGS;LIBS" ${ARGN})
+  if(T_CRITERION AND BLQ_SANITIZE STREQUAL "thread")
+    return()
+  endif()
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 60)
+  endif()
+  add_executable(${T_NAME} ${T_SOURCES})
+  target_link_libraries(${T_NAME} PRIVATE blq_static ${T_LIBS})
+  target_include_directories(${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  target_compile_definitions(${T_NAME} PRIVATE _GNU_SOURCE)
+  blq_warnings(${T_NAME})
+  blq_sanitize(${T_NAME})
+  if(T_CRITERION)
+    target_link_libraries(${T_NAME} PRIVATE PkgConfig::CRITERION)
+    # --jobs 2: the machine has two cores; each test runs in its own process.
+    add_test(NAME ${T_NAME} COMMAND ${T_NAME} --jobs 2 ${T_ARGS})
+  else()
+    add_test(NAME ${T_NAME} COMMAND ${T_NAME} ${T_ARGS})
+  endif()
+  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT})
+endfunction()

@@ -1,0 +1,36 @@
+/* The discard DLQ: frees and counts. */
+#include <blq/dlq.h>
+
+#include <stddef.h>
+
+void blq_discard_init(blq_discard *d, void (*item_free)(void *payload))
+{
+	if (d == NULL)
+		return;
+	d->item_free = item_free;
+	__atomic_store_n(&d->count, 0, __ATOMIC_RELAXED);
+}
+
+static int discard(void *self, void *payload)
+{
+	blq_discard *d = self;
+
+	if (d == NULL) /* blq_discard_enqueuer(NULL): accept and drop */
+		return 0;
+	if (d->item_free != NULL)
+		d->item_free(payload);
+	__atomic_fetch_add(&d->count, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+blq_enqueuer blq_discard_enqueuer(blq_discard *d)
+{
+	blq_enqueuer e = {.enqueue = discard, .self = d};
+
+	return e;
+}
+
+uint64_t blq_discard_count(const blq_discard *d)
+{
+	return d != NULL ? __atomic_load_n(&d->count, __ATOMIC_RELAXED) : 0;
+}

@@ -1,0 +1,10 @@
+/* blq: a balanced, leaky worker queue. The umbrella header. */
+#ifndef BLQ_BLQ_H
+#define BLQ_BLQ_H
+
+#include <blq/version.h>
+#include <blq/error.h>
+#include <blq/queue.h>
+#include <blq/dlq.h>
+
+#endif

@@ -1,0 +1,328 @@
+/*
+ * blq queue: a bounded, leaky worker queue.
+ *
+ * Producers hand payloads to the queue; a pool of worker threads runs the
+ * configured worker callback on each. When the queue is full it blocks the
+ * producer (back-pressure), or, when a DLQ is configured, leaks the overflow
+ * into the DLQ and never blocks.
+ *
+ * Ownership: a payload belongs to the queue from the moment an enqueue call
+ * returns 0. From then on it ends in exactly one outcome (blq_stats):
+ *   processed  the worker returned 0; the worker owns the payload.
+ *   failed     the worker failed and it was not sent to the DLQ; freed with
+ *              item_free.
+ *   leaked     handed to the DLQ (overflow, fail_to_dlq, deadline_to_dlq,
+ *              force close); the DLQ owns it.
+ *   expired    its deadline passed before a worker took it; freed.
+ *   lost       force close without a DLQ, or the DLQ refused it; freed.
+ * After close: in == processed + failed + leaked + expired + lost.
+ */
+#ifndef BLQ_QUEUE_H
+#define BLQ_QUEUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <blq/clock.h>
+#include <blq/enqueuer.h>
+#include <blq/error.h>
+#include <blq/export.h>
+#include <blq/log.h>
+#include <blq/metrics.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The queue. Opaque: it owns threads. */
+typedef struct blq blq;
+
+/* The per-item handle a worker receives. Valid only during the call. */
+typedef struct blq_task blq_task;
+
+/* The worker callback: process payload, return 0 on success, anything else
+ * on failure. On success the worker owns payload; on failure the queue does
+ * (and frees it with item_free or hands it to the DLQ). Runs on the queue's
+ * worker threads, several at once. */
+typedef int (*blq_worker_fn)(void *ctx, void *payload, blq_task *task);
+
+/* Retry backoff kinds (retries are not implemented yet; see README). */
+enum blq_backoff {
+	BLQ_BACKOFF_NONE = 0,
+	BLQ_BACKOFF_LINEAR,
+	BLQ_BACKOFF_EXPONENTIAL,
+	BLQ_BACKOFF_QUADRATIC,
+	BLQ_BACKOFF_POLYNOMIAL,
+	BLQ_BACKOFF_LOGARITHMIC,
+	BLQ_BACKOFF_FIBONACCI,
+	BLQ_BACKOFF_RANDOM,
+	BLQ_BACKOFF_CUSTOM,
+};
+
+/* Jitter kinds applied on top of the backoff. */
+enum blq_jitter {
+	BLQ_JITTER_NONE = 0,
+	BLQ_JITTER_FULL,
+	BLQ_JITTER_HALF,
+	BLQ_JITTER_DECORRELATED,
+	BLQ_JITTER_CUSTOM,
+};
+
+/*
+ * Queue configuration. `blq_config cfg = {0}` plus a worker and a capacity
+ * is a valid fixed pool; zero always means "the default". The queue copies
+ * the struct (and the name) at creation; later changes have no effect.
+ */
+typedef struct blq_config {
+	/* Name used in metrics, logs and status; copied. Default "queue",
+	 * at most 63 bytes. */
+	const char *name;
+	/* Items the queue holds, exactly (not rounded). Required, >= 1. */
+	size_t capacity;
+	/* Shards the buffer into this many rings, like the original's pfifo,
+	 * to spread contention. Default 1; 1..capacity. Each ring holds
+	 * capacity/streams items (the first capacity%streams hold one more). */
+	unsigned streams;
+
+	/* Worker callback and its context. Required. */
+	blq_worker_fn worker;
+	void *worker_ctx;
+	/* Frees a payload the queue drops (failed, expired, lost). Optional:
+	 * NULL means the queue drops payloads without freeing them. */
+	void (*item_free)(void *payload);
+
+	/* Fixed pool size. Setting it means workers_min = workers_max =
+	 * workers; do not set those too. */
+	unsigned workers;
+	/* Balanced pool bounds (balancing is not implemented yet: min must
+	 * equal max). workers_max: 1..1024. */
+	unsigned workers_min;
+	unsigned workers_max;
+	/* Fill rate at which an asleep worker wakes. Default 0.75; (0, 1]. */
+	double wakeup_factor;
+	/* Fill rate at which active workers go to sleep. Default 0.5;
+	 * [0, wakeup_factor]. */
+	double sleep_factor;
+	/* At most this many workers go to sleep per heartbeat; 0 = half. */
+	unsigned sleep_threshold;
+	/* An asleep worker ends its thread after this. Default 5 s. */
+	uint64_t sleep_interval_ns;
+	/* Balancer period. Default 1 s. */
+	uint64_t heartbeat_interval_ns;
+	/* Concurrent enqueues that make the enqueuer calibrate at once.
+	 * Default 1000. */
+	unsigned force_calibration_limit;
+
+	/* Retries of a failed item (not implemented yet: must be 0). */
+	unsigned max_retries;
+	uint64_t retry_interval_ns;
+	enum blq_backoff backoff;
+	enum blq_jitter jitter;
+
+	/* Dead-letter queue. Setting dlq.enqueue makes the queue leaky: it
+	 * never blocks a producer. */
+	blq_enqueuer dlq;
+	/* Send failed items to the DLQ instead of freeing them. Needs dlq. */
+	bool fail_to_dlq;
+	/* Send items past their deadline to the DLQ. Needs dlq. */
+	bool deadline_to_dlq;
+	/* Which item leaks when full: the new one (rear, default) or the
+	 * oldest (front). */
+	enum blq_leak_dir leak_direction;
+	/* Front leak: how many oldest items may be moved out to make room for
+	 * one new item before the new one leaks instead. Default 5. */
+	unsigned front_leak_attempts;
+
+	/* Minimum time between enqueue and start (not implemented yet: must
+	 * be 0). */
+	uint64_t delay_interval_ns;
+	/* An item a worker takes later than this after its enqueue is not
+	 * processed: it expires (or goes to the DLQ with deadline_to_dlq).
+	 * 0 = no deadline. */
+	uint64_t deadline_interval_ns;
+	/* Record each item's enqueue time even when nothing needs it, so
+	 * blq_task_enqueued_ns works (costs one clock read per enqueue). */
+	bool stamp_enqueue_time;
+
+	/* Time source; default CLOCK_MONOTONIC. */
+	blq_clock clock;
+	/* Metrics writer, optional; the struct it points to must outlive the
+	 * queue. */
+	const blq_metrics_writer *metrics;
+	/* Logger; default off. */
+	blq_logger logger;
+} blq_config;
+
+/* A job: a payload plus per-job settings for blq_enqueue_job. */
+typedef struct blq_job {
+	void *payload;
+	/* Overrides the config's delay (not implemented yet: must be 0). */
+	uint64_t delay_ns;
+	/* Overrides the config's deadline_interval_ns when non-zero. */
+	uint64_t deadline_ns;
+	/* Priority weight for QoS queues; ignored without QoS. */
+	uint64_t weight;
+} blq_job;
+
+/* Counters since creation. Outcomes add up (see the top of this file).
+ * A plain struct tag (no typedef) so the function blq_stats keeps its name:
+ * `struct blq_stats st; blq_stats(q, &st);` */
+struct blq_stats {
+	uint64_t in;        /* enqueues that returned 0 */
+	uint64_t processed;
+	uint64_t failed;
+	uint64_t leaked;    /* sum of the leaked_* below */
+	uint64_t leaked_rear;
+	uint64_t leaked_front;
+	uint64_t leaked_failed;   /* fail_to_dlq */
+	uint64_t leaked_deadline; /* deadline_to_dlq */
+	uint64_t leaked_closed;   /* remaining at force close */
+	uint64_t expired;
+	uint64_t lost;
+	uint64_t retried;   /* a retry is not an outcome */
+	/* Gauges at the time of the call. */
+	size_t size;
+	size_t capacity;
+	unsigned workers_active;
+	unsigned workers_asleep;
+	unsigned workers_idle;
+};
+
+/**
+ * blq_new() - validate a configuration, copy it and start the workers.
+ * @cfg: the configuration; only read during the call.
+ * @err: optional; receives the code and a message naming the offending
+ *       field on failure (set to BLQ_OK and "" on success).
+ * Return: the queue, fully started (every worker thread is running), or NULL
+ * with BLQ_EINVAL (bad field), BLQ_ENOTSUP (a feature not implemented yet),
+ * BLQ_ENOMEM or BLQ_ETHREAD in @err. Never returns a half-built queue.
+ * Thread-safety: safe from any thread.
+ */
+BLQ_API blq *blq_new(const blq_config *cfg, blq_error *err);
+
+/**
+ * blq_enqueue() - hand a payload to the queue.
+ * Blocks while the queue is full unless it is leaky (has a DLQ), in which
+ * case the overflow goes to the DLQ and the call returns at once.
+ * Return: 0: the queue owns payload (it may already have leaked to the DLQ;
+ * see blq_stats). BLQ_ECLOSED: the queue is closing or closed (also when it
+ * closes while this call waits for room); BLQ_EINVAL: q is NULL. On any
+ * error the caller still owns payload.
+ * Thread-safety: any number of threads at once; also from workers.
+ */
+BLQ_API int blq_enqueue(blq *q, void *payload);
+
+/**
+ * blq_try_enqueue() - like blq_enqueue, but never blocks.
+ * Return: 0 (the queue owns payload), BLQ_EFULL (no room and no DLQ; the
+ * caller still owns payload), BLQ_ECLOSED or BLQ_EINVAL.
+ * Thread-safety: any number of threads at once.
+ */
+BLQ_API int blq_try_enqueue(blq *q, void *payload);
+
+/**
+ * blq_enqueue_job() - blq_enqueue with per-job settings.
+ * Return: as blq_enqueue; BLQ_EINVAL when job is NULL; BLQ_ENOTSUP for a
+ * non-zero delay. On any error the caller still owns job->payload.
+ * Thread-safety: any number of threads at once.
+ */
+BLQ_API int blq_enqueue_job(blq *q, const blq_job *job);
+
+/** blq_size() - items waiting (not counting those being processed). 0 for NULL. */
+BLQ_API size_t blq_size(const blq *q);
+
+/** blq_capacity() - the configured capacity. 0 for NULL. */
+BLQ_API size_t blq_capacity(const blq *q);
+
+/** blq_rate() - fill rate size/capacity in [0, 1]. 0 for NULL. */
+BLQ_API double blq_rate(const blq *q);
+
+/** blq_name() - the queue's name; valid until blq_free. */
+BLQ_API const char *blq_name(const blq *q);
+
+/**
+ * blq_stats() - read the counters and gauges.
+ * Return: 0, or BLQ_EINVAL when an argument is NULL.
+ * While the queue runs the counters are read one by one, so the sum may be
+ * momentarily off by the items in flight; after close they are exact.
+ * Thread-safety: any thread, any time before blq_free.
+ */
+BLQ_API int blq_stats(const blq *q, struct blq_stats *out);
+
+/**
+ * blq_status_json() - the queue's state as one JSON object (name, status,
+ * capacity, size, rate, workers, counters), like the original's String().
+ * @buf, @len: the caller's buffer; always NUL-terminated when len > 0.
+ * Return: the length the full text needs (excluding the NUL), as snprintf;
+ * a value >= len means it was cut. Negative BLQ_EINVAL for NULL q.
+ * Thread-safety: any thread.
+ */
+BLQ_API int blq_status_json(const blq *q, char *buf, size_t len);
+
+/**
+ * blq_close() - graceful close: stop accepting (enqueue returns
+ * BLQ_ECLOSED, blocked producers wake with it), let the workers drain every
+ * item, join them. Idempotent; concurrent callers all return when closed.
+ * Called from one of the queue's own workers it starts the close and returns
+ * 0 without waiting (the workers drain; blq_free or a later close joins).
+ * Return: 0, or BLQ_EINVAL for NULL.
+ */
+BLQ_API int blq_close(blq *q);
+
+/**
+ * blq_close_timeout() - graceful close that turns into blq_force_close when
+ * the drain takes longer than timeout_ns.
+ * Return: 0 when drained in time, BLQ_ETIMEDOUT when it had to force (the
+ * queue is closed either way), BLQ_EINVAL for NULL.
+ */
+BLQ_API int blq_close_timeout(blq *q, uint64_t timeout_ns);
+
+/**
+ * blq_force_close() - stop accepting, stop every worker after its current
+ * item (raising the item's cancellation flag, see blq_task_cancelled), and
+ * hand every item still queued to the DLQ (leaked) or, without a DLQ, free
+ * it and count it lost. From a worker it starts the force and returns.
+ * Return: 0, or BLQ_EINVAL for NULL.
+ */
+BLQ_API int blq_force_close(blq *q);
+
+/**
+ * blq_free() - close gracefully if still open, join every thread, free the
+ * queue. NULL is a no-op.
+ * Return: 0; BLQ_EDEADLK when called from one of q's own workers (nothing
+ * is freed then).
+ */
+BLQ_API int blq_free(blq *q);
+
+/**
+ * blq_as_enqueuer() - the queue as a blq_enqueuer, so it can be another
+ * queue's DLQ. Its enqueue is blq_enqueue: the target's own rules apply
+ * (a leaky target never blocks; a full non-leaky target makes the caller
+ * wait; a closed target refuses, and the source counts the item lost).
+ * The target must outlive every queue that uses it.
+ */
+BLQ_API blq_enqueuer blq_as_enqueuer(blq *q);
+
+/** blq_task_attempt() - 1 for the first attempt, 2 for the first retry... */
+BLQ_API unsigned blq_task_attempt(const blq_task *t);
+
+/** blq_task_enqueued_ns() - enqueue time on the queue's clock, or 0 when
+ * the queue does not stamp items (see stamp_enqueue_time). */
+BLQ_API uint64_t blq_task_enqueued_ns(const blq_task *t);
+
+/** blq_task_worker() - index of the worker running the task (0-based). */
+BLQ_API unsigned blq_task_worker(const blq_task *t);
+
+/** blq_task_cancelled() - true once the item should stop early (force
+ * close). Long workers should poll it. Thread-safe. */
+BLQ_API bool blq_task_cancelled(const blq_task *t);
+
+/** blq_task_queue() - the queue running the task. */
+BLQ_API blq *blq_task_queue(const blq_task *t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

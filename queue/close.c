@@ -1,0 +1,182 @@
+/*
+ * Closing: graceful, with a time limit, and forced.
+ *
+ * Design
+ * - The first close moves the state OPEN -> CLOSING and raises `closed`
+ *   (producers refuse from then on; blocked producers wake and refuse).
+ *   A force also raises `forced` and every running item's cancellation
+ *   flag: workers stop after their current item.
+ * - Graceful: workers drain the rings and exit by themselves once no
+ *   producer is in flight and the rings are empty (worker.c). The closer
+ *   sleeps on q->cond until `alive` reaches zero: no busy-waiting (the
+ *   original spins on an atomic in Close).
+ * - Finishing (exactly one thread, the first to get there): wait for the
+ *   workers to exit and the producers to leave, join the threads, then
+ *   sweep what is left in the rings (only after a force) into the DLQ, or
+ *   free it and count it lost. Other closers wait for CLOSED.
+ * - A close called from one of the queue's own workers cannot wait for
+ *   itself: it starts the close and returns; blq_free finishes.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <time.h>
+
+#include "internal.h"
+
+void blq__wake_all(blq *q)
+{
+	blq__ec_notify(&q->items_ec, 0);
+	blq__ec_notify(&q->space_ec, 0);
+	blq__ec_notify(&q->ctl_ec, 0);
+}
+
+static void begin_close(blq *q, bool force)
+{
+	bool first;
+
+	pthread_mutex_lock(&q->mu);
+	first = q->state == BLQ__OPEN;
+	if (first)
+		q->state = BLQ__CLOSING;
+	pthread_mutex_unlock(&q->mu);
+
+	/* seq_cst: pairs with the producers' inflight increment (enqueue.c). */
+	atomic_store_explicit(&q->closed, 1, memory_order_seq_cst);
+	if (force) {
+		for (unsigned i = 0; i < q->nworkers; i++)
+			atomic_store_explicit(&q->workers[i].task.cancelled, 1,
+					      memory_order_release);
+		atomic_store_explicit(&q->forced, 1, memory_order_seq_cst);
+	}
+	blq__wake_all(q);
+	if (first)
+		blq__log(q, BLQ_LOG_INFO, "queue %s: closing", q->name);
+	if (force)
+		blq__log(q, BLQ_LOG_INFO, "queue %s: force close", q->name);
+}
+
+/* Waits until every worker exited, or until abs_ns on CLOCK_MONOTONIC
+ * (0 = no limit). True when they all exited. */
+static bool wait_workers(blq *q, uint64_t abs_ns)
+{
+	struct timespec ts = {
+		.tv_sec = (time_t)(abs_ns / 1000000000u),
+		.tv_nsec = (long)(abs_ns % 1000000000u),
+	};
+	bool done;
+
+	pthread_mutex_lock(&q->mu);
+	while (q->alive > 0) {
+		if (abs_ns == 0)
+			pthread_cond_wait(&q->cond, &q->mu);
+		else if (pthread_cond_timedwait(&q->cond, &q->mu, &ts) == ETIMEDOUT)
+			break;
+	}
+	done = q->alive == 0;
+	pthread_mutex_unlock(&q->mu);
+	return done;
+}
+
+static void wait_producers(blq *q)
+{
+	for (;;) {
+		uint32_t snap = blq__ec_prepare(&q->ctl_ec);
+
+		if (blq__inflight(q) == 0) {
+			blq__ec_cancel(&q->ctl_ec);
+			return;
+		}
+		blq__ec_wait(&q->ctl_ec, snap, 0);
+	}
+}
+
+static void sweep(blq *q)
+{
+	blq__cell *c = &q->cells[q->ncells - 1]; /* the closer's cell */
+	const blq_metrics_writer *m = q->cfg.metrics;
+	blq__item it;
+	uint64_t n = 0;
+
+	while (blq__pop_any(q, 0, &it)) {
+		n++;
+		if (q->leaky) {
+			blq__to_dlq(q, c, it.payload, &c->leaked_closed, BLQ_LEAK_FRONT);
+			continue;
+		}
+		blq__drop(q, it.payload, &c->lost);
+		if (m != NULL && m->queue_lost != NULL)
+			m->queue_lost(m->ctx, q->name);
+	}
+	if (n > 0)
+		blq__log(q, q->leaky ? BLQ_LOG_INFO : BLQ_LOG_WARN,
+			 "queue %s: %llu items left at force close %s", q->name,
+			 (unsigned long long)n, q->leaky ? "went to the DLQ" : "were lost");
+}
+
+static void finish(blq *q)
+{
+	pthread_mutex_lock(&q->mu);
+	if (q->finishing) {
+		while (q->state != BLQ__CLOSED)
+			pthread_cond_wait(&q->cond, &q->mu);
+		pthread_mutex_unlock(&q->mu);
+		return;
+	}
+	q->finishing = true;
+	pthread_mutex_unlock(&q->mu);
+
+	wait_workers(q, 0);
+	wait_producers(q);
+	for (unsigned i = 0; i < q->nworkers; i++)
+		if (q->workers[i].started) {
+			pthread_join(q->workers[i].thread, NULL);
+			q->workers[i].started = false;
+		}
+	sweep(q);
+
+	pthread_mutex_lock(&q->mu);
+	q->state = BLQ__CLOSED;
+	pthread_cond_broadcast(&q->cond);
+	pthread_mutex_unlock(&q->mu);
+	blq__log(q, BLQ_LOG_INFO, "queue %s: closed", q->name);
+}
+
+int blq_close_timeout(blq *q, uint64_t timeout_ns)
+{
+	int rc = 0;
+
+	if (q == NULL)
+		return BLQ_EINVAL;
+	begin_close(q, false);
+	if (blq__is_own_worker(q))
+		return 0;
+	uint64_t abs_ns = 0; /* no limit */
+	if (timeout_ns != UINT64_MAX) {
+		uint64_t now = blq__monotonic_ns(); /* > 0: time since boot */
+
+		if (timeout_ns < UINT64_MAX - now)
+			abs_ns = now + timeout_ns;
+	}
+	if (!wait_workers(q, abs_ns)) {
+		begin_close(q, true);
+		rc = BLQ_ETIMEDOUT;
+	}
+	finish(q);
+	return rc;
+}
+
+int blq_close(blq *q)
+{
+	return blq_close_timeout(q, UINT64_MAX);
+}
+
+int blq_force_close(blq *q)
+{
+	if (q == NULL)
+		return BLQ_EINVAL;
+	begin_close(q, true);
+	if (blq__is_own_worker(q))
+		return 0;
+	finish(q);
+	return 0;
+}

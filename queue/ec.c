@@ -1,0 +1,33 @@
+/* Futex side of the event count (see ec.h for the protocol). */
+#include "ec.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+void blq__ec_wait(blq__ec *ec, uint32_t snapshot, uint64_t abs_ns)
+{
+	struct timespec ts, *tsp = NULL;
+
+	if (abs_ns != 0) {
+		ts.tv_sec = (time_t)(abs_ns / 1000000000u);
+		ts.tv_nsec = (long)(abs_ns % 1000000000u);
+		tsp = &ts;
+	}
+	/* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC time, so a
+	 * spurious wake-up does not stretch the deadline. EAGAIN (seq moved),
+	 * EINTR and ETIMEDOUT all just return: the caller re-checks. */
+	syscall(SYS_futex, &ec->seq, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, snapshot, tsp, NULL,
+		FUTEX_BITSET_MATCH_ANY);
+	atomic_fetch_sub_explicit(&ec->waiters, 1, memory_order_relaxed);
+}
+
+void blq__ec_wake_slow(blq__ec *ec, int n)
+{
+	atomic_fetch_add_explicit(&ec->seq, 1, memory_order_seq_cst);
+	syscall(SYS_futex, &ec->seq, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, n > 0 ? n : INT_MAX, NULL,
+		NULL, 0);
+}

@@ -1,0 +1,70 @@
+/*
+ * Event count: how a lock-free ring's threads sleep and wake without a lock.
+ *
+ * A waiter announces itself (waiters++), snapshots `seq`, re-checks its
+ * condition (ring empty, ring full, ...) and only then sleeps on the futex
+ * with the snapshot. A notifier first publishes its change, then runs a
+ * full fence and reads `waiters`; only when someone waits does it bump
+ * `seq` and call futex_wake. So a busy queue, where nobody waits, makes no
+ * system call, and no wake-up is missed:
+ *   - if the notifier's read of `waiters` comes before the waiter's
+ *     increment, the waiter's re-check (after the increment) sees the change;
+ *   - otherwise the notifier bumps `seq`, and futex_wait with the old
+ *     snapshot returns at once if the bump came before it.
+ * The fence is needed because publishing is a store and reading `waiters`
+ * is a load: without a StoreLoad barrier they pass each other on x86 and a
+ * sleeping thread is never woken.
+ */
+#ifndef BLQ_QUEUE_EC_H
+#define BLQ_QUEUE_EC_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+typedef struct blq__ec {
+	_Atomic uint32_t seq;
+	_Atomic uint32_t waiters;
+} blq__ec;
+
+/* Announce a waiter and return the snapshot to pass to blq__ec_wait. The
+ * caller must re-check its condition after this and before waiting, and
+ * must end with blq__ec_wait or blq__ec_cancel. */
+static inline uint32_t blq__ec_prepare(blq__ec *ec)
+{
+	/* seq_cst RMW: the increment is ordered before the snapshot and
+	 * before the caller's re-check of the condition. */
+	atomic_fetch_add_explicit(&ec->waiters, 1, memory_order_seq_cst);
+	return atomic_load_explicit(&ec->seq, memory_order_seq_cst);
+}
+
+static inline void blq__ec_cancel(blq__ec *ec)
+{
+	atomic_fetch_sub_explicit(&ec->waiters, 1, memory_order_relaxed);
+}
+
+/* Sleep until notified after the snapshot, or until the absolute
+ * CLOCK_MONOTONIC deadline abs_ns (0 = none). Spurious returns are allowed:
+ * callers loop. Ends the wait announced by blq__ec_prepare. */
+void blq__ec_wait(blq__ec *ec, uint32_t snapshot, uint64_t abs_ns);
+
+/* Wake at most n sleepers (n = 0 wakes all) after the caller published its
+ * change. Cheap when nobody waits: one fence and one load. */
+void blq__ec_wake_slow(blq__ec *ec, int n);
+
+static inline void blq__ec_notify(blq__ec *ec, int n)
+{
+	/* StoreLoad: the caller's publication must be visible before we look
+	 * at the waiters count (see the top of this file). */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&ec->waiters, memory_order_relaxed) != 0)
+		blq__ec_wake_slow(ec, n);
+}
+
+/* Nonzero when someone waits; callers use it to skip work that only
+ * matters to a waiter (the fence is the caller's, as in blq__ec_notify). */
+static inline uint32_t blq__ec_waiters(blq__ec *ec)
+{
+	return atomic_load_explicit(&ec->waiters, memory_order_relaxed);
+}
+
+#endif

@@ -1,0 +1,238 @@
+/*
+ * The producer side: enqueue, try-enqueue, leaking, and the outcome helpers
+ * the workers and the closer share.
+ *
+ * Fast path: announce the producer in its cell (inflight), check the closed
+ * flag, push into a ring, wake a worker only if one sleeps, leave. No lock,
+ * no allocation, no system call.
+ *
+ * Close safety: a producer increments its cell's inflight counter (seq_cst)
+ * before it reads `closed`, and the closer stores `closed` (seq_cst) before
+ * it sums the inflight counters. So either the producer sees `closed` and
+ * backs off, or the closer sees it in flight and waits for it to leave.
+ * Workers use the same sum to decide that no item can arrive any more.
+ */
+#include <stdint.h>
+
+#include "internal.h"
+
+/* Producers are the caller's threads, unknown to the queue: hash the
+ * address of a thread-local to spread them over the producer cells. */
+static _Thread_local char blq__tls_anchor;
+
+blq__cell *blq__producer_cell(blq *q)
+{
+	uint64_t h = (uint64_t)(uintptr_t)&blq__tls_anchor * UINT64_C(0x9E3779B97F4A7C15);
+
+	return &q->cells[q->nworkers + (unsigned)(h >> 60) % BLQ__PRODUCER_CELLS];
+}
+
+/* Round-robin start ring per producer thread, so streams spread the load. */
+static _Thread_local unsigned blq__tls_rr;
+
+static bool push_any(blq *q, const blq__item *it)
+{
+	unsigned n = q->nrings;
+
+	if (n == 1)
+		return blq__ring_push(&q->rings[0], it);
+	unsigned start = blq__tls_rr++;
+	for (unsigned i = 0; i < n; i++)
+		if (blq__ring_push(&q->rings[(start + i) % n], it))
+			return true;
+	return false;
+}
+
+bool blq__pop_any(blq *q, unsigned start, blq__item *out)
+{
+	unsigned n = q->nrings;
+
+	if (n == 1)
+		return blq__ring_pop(&q->rings[0], out);
+	for (unsigned i = 0; i < n; i++)
+		if (blq__ring_pop(&q->rings[(start + i) % n], out))
+			return true;
+	return false;
+}
+
+int64_t blq__inflight(const blq *q)
+{
+	int64_t sum = 0;
+
+	for (unsigned i = 0; i < q->ncells; i++)
+		sum += atomic_load_explicit(&q->cells[i].inflight, memory_order_seq_cst);
+	return sum;
+}
+
+void blq__drop(blq *q, void *payload, _Atomic uint64_t *counter)
+{
+	if (q->cfg.item_free != NULL)
+		q->cfg.item_free(payload);
+	blq__count_shared(counter);
+}
+
+void blq__to_dlq(blq *q, blq__cell *c, void *payload, _Atomic uint64_t *leak_counter, int dir)
+{
+	const blq_metrics_writer *m = q->cfg.metrics;
+
+	if (q->cfg.dlq.enqueue(q->cfg.dlq.self, payload) == 0) {
+		blq__count_shared(leak_counter);
+		if (m != NULL && m->queue_leak != NULL)
+			m->queue_leak(m->ctx, q->name, (enum blq_leak_dir)dir);
+		return;
+	}
+	/* The DLQ refused: we still own the payload. Never silent. */
+	blq__drop(q, payload, &c->lost);
+	blq__log(q, BLQ_LOG_WARN, "queue %s: DLQ refused an item; counted lost", q->name);
+	if (m != NULL && m->queue_lost != NULL)
+		m->queue_lost(m->ctx, q->name);
+}
+
+static void leave(blq *q, blq__cell *c)
+{
+	atomic_fetch_sub_explicit(&c->inflight, 1, memory_order_seq_cst);
+	/* After close, the closer and draining workers wait for inflight to
+	 * reach zero: tell them. Only on the rare closing path. */
+	if (atomic_load_explicit(&q->closed, memory_order_seq_cst))
+		blq__wake_all(q);
+}
+
+static void accepted(blq *q, blq__cell *c)
+{
+	const blq_metrics_writer *m = q->cfg.metrics;
+
+	blq__count_shared(&c->in);
+	if (m != NULL && m->queue_put != NULL)
+		m->queue_put(m->ctx, q->name);
+}
+
+/* The ring is full and the queue is leaky: make room at the front (moving
+ * the oldest items to the DLQ) or leak the new item at the rear. */
+static void leak(blq *q, blq__cell *c, const blq__item *it)
+{
+	if (q->cfg.leak_direction == BLQ_LEAK_FRONT) {
+		blq__item old;
+
+		for (unsigned a = 0; a < q->cfg.front_leak_attempts; a++) {
+			if (blq__pop_any(q, 0, &old))
+				blq__to_dlq(q, c, old.payload, &c->leaked_front, BLQ_LEAK_FRONT);
+			if (push_any(q, it)) {
+				blq__ec_notify(&q->items_ec, 1);
+				return;
+			}
+		}
+	}
+	blq__to_dlq(q, c, it->payload, &c->leaked_rear, BLQ_LEAK_REAR);
+}
+
+enum { MODE_BLOCK, MODE_TRY };
+
+static int enqueue_item(blq *q, blq__item *it, int mode)
+{
+	blq__cell *c = blq__producer_cell(q);
+	int rc = 0;
+
+	/* seq_cst RMW then seq_cst load: see "Close safety" above. */
+	atomic_fetch_add_explicit(&c->inflight, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&q->closed, memory_order_seq_cst)) {
+		rc = BLQ_ECLOSED;
+		goto out;
+	}
+	/* Deadlines arrive relative; make them absolute on the queue's clock.
+	 * The clock is read only when something needs it. */
+	if (q->stamp || it->deadline_ns != 0) {
+		uint64_t now = blq__now(q);
+
+		if (q->stamp)
+			it->enq_ns = now;
+		if (it->deadline_ns != 0)
+			it->deadline_ns = it->deadline_ns > UINT64_MAX - now ? UINT64_MAX
+									     : now + it->deadline_ns;
+	}
+	for (;;) {
+		if (push_any(q, it)) {
+			blq__ec_notify(&q->items_ec, 1);
+			break;
+		}
+		if (q->leaky) {
+			leak(q, c, it);
+			break;
+		}
+		if (mode == MODE_TRY) {
+			rc = BLQ_EFULL;
+			goto out;
+		}
+		/* Slow path: sleep until a worker frees room or the queue
+		 * closes. Re-check both after announcing ourselves. */
+		uint32_t snap = blq__ec_prepare(&q->space_ec);
+		if (push_any(q, it)) {
+			blq__ec_cancel(&q->space_ec);
+			blq__ec_notify(&q->items_ec, 1);
+			break;
+		}
+		if (atomic_load_explicit(&q->closed, memory_order_seq_cst)) {
+			blq__ec_cancel(&q->space_ec);
+			rc = BLQ_ECLOSED;
+			goto out;
+		}
+		blq__ec_wait(&q->space_ec, snap, 0);
+		if (atomic_load_explicit(&q->closed, memory_order_seq_cst)) {
+			rc = BLQ_ECLOSED;
+			goto out;
+		}
+	}
+	accepted(q, c);
+out:
+	leave(q, c);
+	return rc;
+}
+
+static int enqueue_payload(blq *q, void *payload, int mode)
+{
+	if (q == NULL)
+		return BLQ_EINVAL;
+
+	blq__item it = {
+		.payload = payload,
+		.deadline_ns = q->cfg.deadline_interval_ns,
+		.attempt = 1,
+	};
+	return enqueue_item(q, &it, mode);
+}
+
+int blq_enqueue(blq *q, void *payload)
+{
+	return enqueue_payload(q, payload, MODE_BLOCK);
+}
+
+int blq_try_enqueue(blq *q, void *payload)
+{
+	return enqueue_payload(q, payload, MODE_TRY);
+}
+
+int blq_enqueue_job(blq *q, const blq_job *job)
+{
+	if (q == NULL || job == NULL)
+		return BLQ_EINVAL;
+	if (job->delay_ns != 0)
+		return BLQ_ENOTSUP;
+
+	blq__item it = {
+		.payload = job->payload,
+		.deadline_ns = job->deadline_ns != 0 ? job->deadline_ns : q->cfg.deadline_interval_ns,
+		.attempt = 1,
+	};
+	return enqueue_item(q, &it, MODE_BLOCK);
+}
+
+static int enqueuer_cb(void *self, void *payload)
+{
+	return blq_enqueue(self, payload);
+}
+
+blq_enqueuer blq_as_enqueuer(blq *q)
+{
+	blq_enqueuer e = {.enqueue = enqueuer_cb, .self = q};
+
+	return e;
+}

@@ -1,0 +1,275 @@
+/*
+ * Queue lifecycle (create, free) and read-only accessors.
+ *
+ * Design
+ * - blq_new validates the whole config first (config.c), then copies it,
+ *   applies the defaults, allocates everything the queue will ever need
+ *   (rings of item slots, counter cells, worker records), and only then
+ *   starts the workers: after creation nothing on the item path allocates.
+ * - A failure at any step tears down what was built and returns NULL with
+ *   the reason: never a half-valid queue.
+ */
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static uint64_t default_now(void *ctx)
+{
+	(void)ctx;
+	return blq__monotonic_ns();
+}
+
+static void apply_defaults(blq *q)
+{
+	blq_config *c = &q->cfg;
+
+	snprintf(q->name, sizeof(q->name), "%s", c->name != NULL ? c->name : "queue");
+	c->name = q->name;
+	if (c->streams == 0)
+		c->streams = 1;
+	if (c->workers > 0)
+		c->workers_min = c->workers_max = c->workers;
+	if (c->wakeup_factor == 0)
+		c->wakeup_factor = 0.75;
+	if (c->sleep_factor == 0)
+		c->sleep_factor = 0.5;
+	if (c->sleep_interval_ns == 0)
+		c->sleep_interval_ns = 5000000000u;
+	if (c->heartbeat_interval_ns == 0)
+		c->heartbeat_interval_ns = 1000000000u;
+	if (c->force_calibration_limit == 0)
+		c->force_calibration_limit = 1000;
+	if (c->front_leak_attempts == 0)
+		c->front_leak_attempts = 5;
+	if (c->clock.now_ns == NULL) {
+		c->clock.now_ns = default_now;
+		c->clock.ctx = NULL;
+	}
+	if (c->logger.level == 0)
+		c->logger.level = BLQ_LOG_INFO;
+	q->leaky = c->dlq.enqueue != NULL;
+	q->stamp = c->stamp_enqueue_time || c->metrics != NULL || c->deadline_interval_ns != 0;
+}
+
+static int alloc_rings(blq *q)
+{
+	size_t per = q->cfg.capacity / q->cfg.streams, extra = q->cfg.capacity % q->cfg.streams;
+
+	q->rings = aligned_alloc(BLQ__CACHELINE, sizeof(blq__ring) * q->cfg.streams);
+	if (q->rings == NULL)
+		return BLQ_ENOMEM;
+	memset(q->rings, 0, sizeof(blq__ring) * q->cfg.streams);
+	for (unsigned i = 0; i < q->cfg.streams; i++) {
+		if (blq__ring_init(&q->rings[i], per + (i < extra ? 1 : 0)) != 0)
+			return BLQ_ENOMEM;
+		q->nrings++;
+	}
+	return 0;
+}
+
+static int alloc_workers(blq *q)
+{
+	q->nworkers = q->cfg.workers_max;
+	q->ncells = q->nworkers + BLQ__PRODUCER_CELLS + 1;
+	q->cells = aligned_alloc(BLQ__CACHELINE, sizeof(blq__cell) * q->ncells);
+	q->workers = calloc(q->nworkers, sizeof(blq__worker));
+	if (q->cells == NULL || q->workers == NULL)
+		return BLQ_ENOMEM;
+	memset(q->cells, 0, sizeof(blq__cell) * q->ncells);
+	for (unsigned i = 0; i < q->nworkers; i++) {
+		blq__worker *w = &q->workers[i];
+
+		w->q = q;
+		w->index = i;
+		w->cell = &q->cells[i];
+		w->task.queue = q;
+		w->task.worker = i;
+	}
+	return 0;
+}
+
+static int init_sync(blq *q)
+{
+	pthread_condattr_t attr;
+	int rc = 0;
+
+	if (pthread_mutex_init(&q->mu, NULL) != 0)
+		return BLQ_ENOMEM;
+	/* Close timeouts are measured on CLOCK_MONOTONIC: a wall-clock jump
+	 * must not stretch or cut them. */
+	if (pthread_condattr_init(&attr) != 0) {
+		pthread_mutex_destroy(&q->mu);
+		return BLQ_ENOMEM;
+	}
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	if (pthread_cond_init(&q->cond, &attr) != 0) {
+		pthread_mutex_destroy(&q->mu);
+		rc = BLQ_ENOMEM;
+	}
+	pthread_condattr_destroy(&attr);
+	return rc;
+}
+
+static void destroy(blq *q, bool sync_ready)
+{
+	for (unsigned i = 0; i < q->nrings; i++)
+		blq__ring_destroy(&q->rings[i]);
+	free(q->rings);
+	free(q->cells);
+	free(q->workers);
+	if (sync_ready) {
+		pthread_cond_destroy(&q->cond);
+		pthread_mutex_destroy(&q->mu);
+	}
+#ifndef NDEBUG
+	/* Poison, so a use after free fails loudly in debug builds. */
+	memset(q, 0xa5, sizeof(*q));
+#endif
+	free(q);
+}
+
+blq *blq_new(const blq_config *cfg, blq_error *err)
+{
+	blq *q;
+	int rc;
+
+	blq__error_set(err, BLQ_OK, "%s", "");
+	if (blq__config_check(cfg, err) != 0)
+		return NULL;
+	q = aligned_alloc(BLQ__CACHELINE, (sizeof(*q) + BLQ__CACHELINE - 1) / BLQ__CACHELINE *
+						  BLQ__CACHELINE);
+	if (q == NULL) {
+		blq__error_set(err, BLQ_ENOMEM, "queue: out of memory");
+		return NULL;
+	}
+	memset(q, 0, sizeof(*q));
+	q->cfg = *cfg;
+	apply_defaults(q);
+	if (alloc_rings(q) != 0 || alloc_workers(q) != 0) {
+		blq__error_set(err, BLQ_ENOMEM, "capacity: out of memory for %zu items",
+			       q->cfg.capacity);
+		destroy(q, false);
+		return NULL;
+	}
+	if (init_sync(q) != 0) {
+		blq__error_set(err, BLQ_ENOMEM, "queue: cannot initialise its mutex");
+		destroy(q, false);
+		return NULL;
+	}
+	rc = blq__workers_start(q, err);
+	if (rc != 0) {
+		blq_force_close(q); /* stops and joins the workers that did start */
+		destroy(q, true);
+		return NULL;
+	}
+	const blq_metrics_writer *m = q->cfg.metrics;
+	if (m != NULL && m->worker_setup != NULL)
+		m->worker_setup(m->ctx, q->name, q->nworkers, 0, 0);
+	blq__log(q, BLQ_LOG_INFO, "queue %s: started, capacity %zu, %u workers", q->name,
+		 q->cfg.capacity, q->nworkers);
+	return q;
+}
+
+int blq_free(blq *q)
+{
+	if (q == NULL)
+		return 0;
+	if (blq__is_own_worker(q))
+		return BLQ_EDEADLK;
+	blq_close(q);
+	destroy(q, true);
+	return 0;
+}
+
+size_t blq_size(const blq *q)
+{
+	uint64_t n = 0;
+
+	if (q == NULL)
+		return 0;
+	for (unsigned i = 0; i < q->nrings; i++)
+		n += blq__ring_size(&q->rings[i]);
+	return (size_t)n;
+}
+
+size_t blq_capacity(const blq *q)
+{
+	return q != NULL ? q->cfg.capacity : 0;
+}
+
+double blq_rate(const blq *q)
+{
+	return q != NULL ? (double)blq_size(q) / (double)q->cfg.capacity : 0.0;
+}
+
+const char *blq_name(const blq *q)
+{
+	return q != NULL ? q->name : "";
+}
+
+static uint64_t fold(const blq *q, size_t offset)
+{
+	uint64_t sum = 0;
+
+	for (unsigned i = 0; i < q->ncells; i++)
+		sum += atomic_load_explicit(
+			(const _Atomic uint64_t *)((const char *)&q->cells[i] + offset),
+			memory_order_relaxed);
+	return sum;
+}
+
+int blq_stats(const blq *q, struct blq_stats *out)
+{
+	if (q == NULL || out == NULL)
+		return BLQ_EINVAL;
+	memset(out, 0, sizeof(*out));
+	out->in = fold(q, offsetof(blq__cell, in));
+	out->processed = fold(q, offsetof(blq__cell, processed));
+	out->failed = fold(q, offsetof(blq__cell, failed));
+	out->leaked_rear = fold(q, offsetof(blq__cell, leaked_rear));
+	out->leaked_front = fold(q, offsetof(blq__cell, leaked_front));
+	out->leaked_failed = fold(q, offsetof(blq__cell, leaked_failed));
+	out->leaked_deadline = fold(q, offsetof(blq__cell, leaked_deadline));
+	out->leaked_closed = fold(q, offsetof(blq__cell, leaked_closed));
+	out->leaked = out->leaked_rear + out->leaked_front + out->leaked_failed +
+		      out->leaked_deadline + out->leaked_closed;
+	out->expired = fold(q, offsetof(blq__cell, expired));
+	out->lost = fold(q, offsetof(blq__cell, lost));
+	out->retried = fold(q, offsetof(blq__cell, retried));
+	out->size = blq_size(q);
+	out->capacity = q->cfg.capacity;
+	pthread_mutex_lock((pthread_mutex_t *)&q->mu);
+	out->workers_active = q->alive;
+	out->workers_idle = q->nworkers - q->alive;
+	pthread_mutex_unlock((pthread_mutex_t *)&q->mu);
+	return 0;
+}
+
+unsigned blq_task_attempt(const blq_task *t)
+{
+	return t != NULL ? t->attempt : 0;
+}
+
+uint64_t blq_task_enqueued_ns(const blq_task *t)
+{
+	return t != NULL ? t->enq_ns : 0;
+}
+
+unsigned blq_task_worker(const blq_task *t)
+{
+	return t != NULL ? t->worker : 0;
+}
+
+bool blq_task_cancelled(const blq_task *t)
+{
+	return t != NULL && atomic_load_explicit(&t->cancelled, memory_order_acquire) != 0;
+}
+
+blq *blq_task_queue(const blq_task *t)
+{
+	return t != NULL ? t->queue : NULL;
+}

@@ -1,0 +1,133 @@
+/*
+ * Bounded MPMC ring of items held by value, one sequence number per slot
+ * (D. Vyukov's bounded queue). Exact capacity: the index is pos % cap, with
+ * a mask when cap is a power of two.
+ *
+ * Slot i's sequence says what the slot holds for a given lap:
+ *   seq == 2*pos           free, the producer that claims position pos may fill it;
+ *   seq == 2*pos + 1       full, the consumer that claims position pos may take it;
+ *   seq == 2*(pos + cap)   free again, for the producer of the next lap.
+ * The factor 2 keeps "full for pos" and "free for pos + cap" apart even
+ * when cap is 1 (Vyukov's original pos / pos+1 / pos+cap encoding makes
+ * them equal there, and a producer would overwrite a full slot).
+ * Producers claim a position with a CAS on tail, consumers on head. A thread
+ * preempted between claiming and publishing delays only its own slot, never
+ * the other producers (unlike ck_ring's MPMC mode, which commits in order).
+ * Positions are 64-bit and never wrap in practice.
+ */
+#ifndef BLQ_QUEUE_RING_H
+#define BLQ_QUEUE_RING_H
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define BLQ__CACHELINE 64
+
+/* What the queue keeps per item, by value in the slot. */
+typedef struct blq__item {
+	void *payload;
+	uint64_t enq_ns;      /* 0 unless the queue stamps items */
+	uint64_t deadline_ns; /* absolute on the queue's clock; 0 = none */
+	uint32_t attempt;     /* 1 on the first try */
+	uint32_t reserved;
+} blq__item;
+
+typedef struct blq__slot {
+	_Atomic uint64_t seq;
+	blq__item item;
+} blq__slot;
+
+typedef struct blq__ring {
+	alignas(BLQ__CACHELINE) _Atomic uint64_t tail; /* next position to fill */
+	alignas(BLQ__CACHELINE) _Atomic uint64_t head; /* next position to take */
+	alignas(BLQ__CACHELINE) uint64_t cap;
+	uint64_t mask;     /* cap - 1 when cap is a power of two */
+	bool pow2;
+	blq__slot *slots;
+} blq__ring;
+
+/* Allocates the slots. Returns 0 or BLQ_ENOMEM. */
+int blq__ring_init(blq__ring *r, uint64_t cap);
+void blq__ring_destroy(blq__ring *r);
+
+static inline blq__slot *blq__ring_slot(const blq__ring *r, uint64_t pos)
+{
+	return &r->slots[r->pow2 ? (pos & r->mask) : (pos % r->cap)];
+}
+
+/* Copies *it into the ring. False when full. Lock-free, no allocation. */
+static inline bool blq__ring_push(blq__ring *r, const blq__item *it)
+{
+	uint64_t pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
+
+	for (;;) {
+		blq__slot *s = blq__ring_slot(r, pos);
+		/* Acquire pairs with the consumer's release below: the slot's
+		 * previous item was read out before we overwrite it. */
+		uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+		int64_t diff = (int64_t)(seq - 2 * pos);
+
+		if (diff == 0) {
+			if (atomic_compare_exchange_weak_explicit(&r->tail, &pos, pos + 1,
+								  memory_order_relaxed,
+								  memory_order_relaxed)) {
+				s->item = *it;
+				/* Release: the item is written before the slot
+				 * says full. */
+				atomic_store_explicit(&s->seq, 2 * pos + 1, memory_order_release);
+				return true;
+			}
+		} else if (diff < 0) {
+			return false; /* the slot still holds last lap's item */
+		} else {
+			pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
+		}
+	}
+}
+
+/* Moves the oldest item into *out. False when empty (or when the oldest
+ * position is claimed but not yet published). */
+static inline bool blq__ring_pop(blq__ring *r, blq__item *out)
+{
+	uint64_t pos = atomic_load_explicit(&r->head, memory_order_relaxed);
+
+	for (;;) {
+		blq__slot *s = blq__ring_slot(r, pos);
+		/* Acquire pairs with the producer's release: the item is
+		 * fully written once seq says full. */
+		uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+		int64_t diff = (int64_t)(seq - (2 * pos + 1));
+
+		if (diff == 0) {
+			if (atomic_compare_exchange_weak_explicit(&r->head, &pos, pos + 1,
+								  memory_order_relaxed,
+								  memory_order_relaxed)) {
+				*out = s->item;
+				/* Release: the item is read out before the slot
+				 * says free for the next lap. */
+				atomic_store_explicit(&s->seq, 2 * (pos + r->cap), memory_order_release);
+				return true;
+			}
+		} else if (diff < 0) {
+			return false;
+		} else {
+			pos = atomic_load_explicit(&r->head, memory_order_relaxed);
+		}
+	}
+}
+
+/* Items in the ring, clamped to [0, cap]; exact only when quiescent. */
+static inline uint64_t blq__ring_size(const blq__ring *r)
+{
+	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+
+	if (tail <= head)
+		return 0;
+	return tail - head > r->cap ? r->cap : tail - head;
+}
+
+#endif

@@ -1,0 +1,71 @@
+/* blq_status_json: the queue's state as one JSON object (the original's
+ * String()). */
+#include <stdio.h>
+
+#include "internal.h"
+
+/* Writes s as a JSON string body: quotes, backslashes and control bytes
+ * escaped, so any queue name gives valid JSON. */
+static size_t json_escape(char *dst, size_t cap, const char *s)
+{
+	size_t n = 0;
+
+	for (; *s != '\0'; s++) {
+		unsigned char ch = (unsigned char)*s;
+		char tmp[8];
+		int k;
+
+		if (ch == '"' || ch == '\\')
+			k = snprintf(tmp, sizeof(tmp), "\\%c", ch);
+		else if (ch < 0x20)
+			k = snprintf(tmp, sizeof(tmp), "\\u%04x", ch);
+		else
+			k = snprintf(tmp, sizeof(tmp), "%c", ch);
+		for (int i = 0; i < k; i++, n++)
+			if (n + 1 < cap)
+				dst[n] = tmp[i];
+	}
+	if (cap > 0)
+		dst[n < cap ? n : cap - 1] = '\0';
+	return n;
+}
+
+static const char *state_name(const blq *q)
+{
+	if (atomic_load_explicit(&q->forced, memory_order_relaxed))
+		return "force-closing";
+	if (atomic_load_explicit(&q->closed, memory_order_relaxed))
+		return "closing";
+	return "active";
+}
+
+int blq_status_json(const blq *q, char *buf, size_t len)
+{
+	char name[BLQ__NAME_MAX * 6 + 1];
+	struct blq_stats st;
+
+	if (q == NULL || (buf == NULL && len > 0))
+		return BLQ_EINVAL;
+	blq_stats(q, &st);
+	json_escape(name, sizeof(name), q->name);
+	pthread_mutex_lock((pthread_mutex_t *)&q->mu);
+	const char *state = q->state == BLQ__CLOSED ? "closed" : state_name(q);
+	pthread_mutex_unlock((pthread_mutex_t *)&q->mu);
+	return snprintf(buf, len,
+			"{\"name\":\"%s\",\"status\":\"%s\",\"capacity\":%zu,\"size\":%zu,"
+			"\"rate\":%.4f,\"leaky\":%s,"
+			"\"workers\":{\"active\":%u,\"asleep\":%u,\"idle\":%u},"
+			"\"in\":%llu,\"processed\":%llu,\"failed\":%llu,\"leaked\":%llu,"
+			"\"leaked_rear\":%llu,\"leaked_front\":%llu,\"leaked_failed\":%llu,"
+			"\"leaked_deadline\":%llu,\"leaked_closed\":%llu,"
+			"\"expired\":%llu,\"lost\":%llu,\"retried\":%llu}",
+			name, state, st.capacity, st.size,
+			st.capacity ? (double)st.size / (double)st.capacity : 0.0,
+			q->leaky ? "true" : "false", st.workers_active, st.workers_asleep,
+			st.workers_idle, (unsigned long long)st.in, (unsigned long long)st.processed,
+			(unsigned long long)st.failed, (unsigned long long)st.leaked,
+			(unsigned long long)st.leaked_rear, (unsigned long long)st.leaked_front,
+			(unsigned long long)st.leaked_failed, (unsigned long long)st.leaked_deadline,
+			(unsigned long long)st.leaked_closed, (unsigned long long)st.expired,
+			(unsigned long long)st.lost, (unsigned long long)st.retried);
+}

@@ -1,0 +1,212 @@
+/* Configuration checks: each bad field is refused with a message naming it. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include <blq/blq.h>
+
+static int ok_worker(void *ctx, void *payload, blq_task *t)
+{
+	(void)ctx, (void)payload, (void)t;
+	return 0;
+}
+
+static blq_config base(void)
+{
+	blq_config c = {0};
+
+	c.capacity = 8;
+	c.workers = 1;
+	c.worker = ok_worker;
+	return c;
+}
+
+static int dlq_refuse(void *self, void *payload)
+{
+	(void)self, (void)payload;
+	return -1;
+}
+
+typedef struct bad_case {
+	const char *what;
+	void (*mutate)(blq_config *c);
+	int code;
+	const char *msg; /* the exact message */
+} bad_case;
+
+#define MUT(name, body) static void name(blq_config *c) { body; }
+MUT(cap0, c->capacity = 0)
+MUT(cap_huge, c->capacity = (size_t)1 << 40)
+MUT(no_worker, c->worker = NULL)
+MUT(wmax0, c->workers = 0; c->workers_max = 0)
+MUT(min_gt_max, c->workers = 0; c->workers_min = 4; c->workers_max = 2)
+MUT(both_pool, c->workers_max = 4)
+MUT(too_many, c->workers = 5000)
+MUT(streams_gt_cap, c->streams = 9)
+MUT(wake_nan, c->wakeup_factor = NAN)
+MUT(wake_neg, c->wakeup_factor = -0.5)
+MUT(wake_big, c->wakeup_factor = 1.5)
+MUT(sleep_nan, c->sleep_factor = NAN)
+MUT(sleep_gt_wake, c->wakeup_factor = 0.4; c->sleep_factor = 0.6)
+MUT(name_empty, c->name = "")
+MUT(name_long, c->name = "0123456789012345678901234567890123456789012345678901234567890123456789")
+MUT(leak_dir, c->leak_direction = (enum blq_leak_dir)7)
+MUT(fail_no_dlq, c->fail_to_dlq = true)
+MUT(deadline_no_dlq, c->deadline_to_dlq = true)
+MUT(dlq_self_only, c->dlq.self = c)
+MUT(backoff_bad, c->backoff = (enum blq_backoff)99)
+MUT(jitter_bad, c->jitter = (enum blq_jitter)99)
+MUT(clock_ctx_only, c->clock.ctx = c)
+MUT(logger_ctx_only, c->logger.ctx = c)
+MUT(balanced, c->workers = 0; c->workers_min = 1; c->workers_max = 4)
+MUT(retries, c->max_retries = 3)
+MUT(delay, c->delay_interval_ns = 1000)
+
+static const bad_case cases[] = {
+	{"capacity 0", cap0, BLQ_EINVAL, "capacity: must be > 0"},
+	{"capacity huge", cap_huge, BLQ_EINVAL,
+	 "capacity: must be <= 1073741824, got 1099511627776"},
+	{"no worker", no_worker, BLQ_EINVAL,
+	 "worker: is NULL (a queue needs a worker callback)"},
+	{"workers_max 0", wmax0, BLQ_EINVAL,
+	 "workers_max: must be > 0 (or set workers for a fixed pool)"},
+	{"min > max", min_gt_max, BLQ_EINVAL, "workers_max: must be >= workers_min (4), got 2"},
+	{"workers and max", both_pool, BLQ_EINVAL,
+	 "workers: set either workers or workers_min/workers_max, not both"},
+	{"too many workers", too_many, BLQ_EINVAL, "workers: must be <= 1024, got 5000"},
+	{"streams > capacity", streams_gt_cap, BLQ_EINVAL,
+	 "streams: must be <= capacity (8), got 9"},
+	{"wakeup NaN", wake_nan, BLQ_EINVAL, "wakeup_factor: must be a number, got NaN"},
+	{"wakeup negative", wake_neg, BLQ_EINVAL, "wakeup_factor: must be in [0, 1], got -0.5"},
+	{"wakeup above 1", wake_big, BLQ_EINVAL, "wakeup_factor: must be in [0, 1], got 1.5"},
+	{"sleep NaN", sleep_nan, BLQ_EINVAL, "sleep_factor: must be a number, got NaN"},
+	{"sleep > wakeup", sleep_gt_wake, BLQ_EINVAL,
+	 "sleep_factor: must be <= wakeup_factor (0.4), got 0.6"},
+	{"empty name", name_empty, BLQ_EINVAL, "name: must not be empty (NULL means \"queue\")"},
+	{"long name", name_long, BLQ_EINVAL, "name: must be at most 63 bytes"},
+	{"leak direction", leak_dir, BLQ_EINVAL,
+	 "leak_direction: must be BLQ_LEAK_REAR or BLQ_LEAK_FRONT, got 7"},
+	{"fail_to_dlq alone", fail_no_dlq, BLQ_EINVAL, "fail_to_dlq: needs a dlq"},
+	{"deadline_to_dlq alone", deadline_no_dlq, BLQ_EINVAL, "deadline_to_dlq: needs a dlq"},
+	{"dlq self only", dlq_self_only, BLQ_EINVAL, "dlq: self is set but enqueue is NULL"},
+	{"backoff", backoff_bad, BLQ_EINVAL, "backoff: unknown kind 99"},
+	{"jitter", jitter_bad, BLQ_EINVAL, "jitter: unknown kind 99"},
+	{"clock ctx", clock_ctx_only, BLQ_EINVAL, "clock: ctx is set but now_ns is NULL"},
+	{"logger ctx", logger_ctx_only, BLQ_EINVAL, "logger: ctx is set but log is NULL"},
+	{"balancing", balanced, BLQ_ENOTSUP,
+	 "workers_min < workers_max (balancing): not implemented yet in this version of blq"},
+	{"retries", retries, BLQ_ENOTSUP,
+	 "max_retries: not implemented yet in this version of blq"},
+	{"delay", delay, BLQ_ENOTSUP,
+	 "delay_interval_ns: not implemented yet in this version of blq"},
+};
+
+Test(config, each_bad_field_is_named)
+{
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		blq_config c = base();
+		blq_error err = {0};
+
+		cases[i].mutate(&c);
+		blq *q = blq_new(&c, &err);
+		cr_expect_null(q, "%s: queue created", cases[i].what);
+		blq_free(q);
+		cr_expect_eq(err.code, cases[i].code, "%s: code %s, want %s", cases[i].what,
+			     blq_errname(err.code), blq_errname(cases[i].code));
+		cr_expect_str_eq(err.msg, cases[i].msg, "%s", cases[i].what);
+	}
+}
+
+Test(config, null_config_and_null_error)
+{
+	blq_error err;
+
+	cr_expect_null(blq_new(NULL, &err));
+	cr_expect_eq(err.code, BLQ_EINVAL);
+	cr_expect_str_eq(err.msg, "config: is NULL");
+	blq_config c = base();
+	c.capacity = 0;
+	cr_expect_null(blq_new(&c, NULL)); /* no error sink: still refused */
+}
+
+Test(config, zero_config_plus_worker_and_capacity_is_valid)
+{
+	blq_error err;
+	blq_config c = base();
+
+	blq *q = blq_new(&c, &err);
+	cr_assert_not_null(q, "%s", err.msg);
+	cr_expect_eq(err.code, BLQ_OK);
+	cr_expect_str_eq(blq_name(q), "queue");
+	cr_expect_eq(blq_capacity(q), 8);
+	cr_expect_eq(blq_free(q), 0);
+}
+
+Test(config, config_is_copied)
+{
+	char name[16] = "copied";
+	blq_config c = base();
+	blq_error err;
+
+	c.name = name;
+	blq *q = blq_new(&c, &err);
+	cr_assert_not_null(q, "%s", err.msg);
+	strcpy(name, "changed");
+	c.capacity = 1; /* no effect on the running queue */
+	cr_expect_str_eq(blq_name(q), "copied");
+	cr_expect_eq(blq_capacity(q), 8);
+	blq_free(q);
+}
+
+Test(config, exact_capacity_not_rounded)
+{
+	blq_config c = base();
+	blq_error err;
+
+	c.capacity = 1000;
+	c.streams = 3;
+	c.dlq.enqueue = dlq_refuse;
+	blq *q = blq_new(&c, &err);
+	cr_assert_not_null(q, "%s", err.msg);
+	cr_expect_eq(blq_capacity(q), 1000);
+	blq_free(q);
+}
+
+Test(errors, names_and_messages)
+{
+	cr_expect_str_eq(blq_strerror(BLQ_EFULL), "queue is full");
+	cr_expect_str_eq(blq_errname(BLQ_EFULL), "BLQ_EFULL");
+	cr_expect_str_eq(blq_strerror(0), "success");
+	cr_expect_str_eq(blq_errname(BLQ_ECLOSED), "BLQ_ECLOSED");
+	/* Unknown codes never give NULL (nng's errors_test). */
+	for (long i = 1; i < 0x1000000; i = i * 2 + 100) {
+		cr_expect_not_null(blq_strerror((int)i));
+		cr_expect_not_null(blq_strerror((int)-i));
+		cr_expect_not_null(blq_errname((int)-i));
+	}
+	cr_expect_str_eq(blq_strerror(-12345), "unknown error");
+}
+
+Test(api, null_arguments)
+{
+	cr_expect_eq(blq_enqueue(NULL, NULL), BLQ_EINVAL);
+	cr_expect_eq(blq_try_enqueue(NULL, NULL), BLQ_EINVAL);
+	cr_expect_eq(blq_enqueue_job(NULL, NULL), BLQ_EINVAL);
+	cr_expect_eq(blq_close(NULL), BLQ_EINVAL);
+	cr_expect_eq(blq_close_timeout(NULL, 1), BLQ_EINVAL);
+	cr_expect_eq(blq_force_close(NULL), BLQ_EINVAL);
+	cr_expect_eq(blq_free(NULL), 0);
+	cr_expect_eq(blq_stats(NULL, NULL), BLQ_EINVAL);
+	cr_expect_eq(blq_size(NULL), 0);
+	cr_expect_eq(blq_capacity(NULL), 0);
+	cr_expect_eq(blq_status_json(NULL, NULL, 0), BLQ_EINVAL);
+
+	blq_config c = base();
+	blq *q = blq_new(&c, NULL);
+	cr_assert_not_null(q);
+	cr_expect_eq(blq_enqueue_job(q, NULL), BLQ_EINVAL);
+	cr_expect_eq(blq_stats(q, NULL), BLQ_EINVAL);
+	blq_job j = {.payload = NULL, .delay_ns = 5};
+	cr_expect_eq(blq_enqueue_job(q, &j), BLQ_ENOTSUP);
+	blq_free(q);
+}

@@ -1,0 +1,123 @@
+/*
+ * Shared helpers for the test suites: tracked payloads (magic, id, freed
+ * exactly once), a gate that parks workers (libuv's saturate-the-pool
+ * trick) and a bounded wait for a condition.
+ */
+#ifndef BLQ_TEST_UTIL_H
+#define BLQ_TEST_UTIL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <blq/blq.h>
+
+#define TU_MAGIC_LIVE 0xdeadu
+#define TU_MAGIC_TAKEN 0xbeefu
+
+typedef struct tu_item {
+	unsigned magic;
+	uint64_t id;
+	_Atomic int taken; /* times a worker ran it: must end 0 or 1 */
+} tu_item;
+
+/* Count of tu_item_free calls, and of frees of an already-freed item. */
+static _Atomic uint64_t tu_freed;
+
+static inline tu_item *tu_item_new(uint64_t id)
+{
+	tu_item *it = calloc(1, sizeof(*it));
+
+	it->magic = TU_MAGIC_LIVE;
+	it->id = id;
+	return it;
+}
+
+/* The queues' item_free: count, check it is a live item, poison, free. */
+static inline void tu_item_free(void *p)
+{
+	tu_item *it = p;
+
+	if (it->magic != TU_MAGIC_LIVE && it->magic != TU_MAGIC_TAKEN)
+		abort(); /* double free or garbage: crash the test loudly */
+	it->magic = 0;
+	atomic_fetch_add(&tu_freed, 1);
+	free(it);
+}
+
+static inline uint64_t tu_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline void tu_sleep_us(unsigned us)
+{
+	struct timespec ts = {.tv_sec = us / 1000000u, .tv_nsec = (long)(us % 1000000u) * 1000};
+
+	nanosleep(&ts, NULL);
+}
+
+/* Polls cond every 200 us for at most limit_ms; true if it became true. */
+#define TU_WAIT_FOR(cond, limit_ms)                                                                \
+	({                                                                                         \
+		uint64_t tu_end_ = tu_now_ns() + (uint64_t)(limit_ms) * 1000000u;                  \
+		bool tu_ok_ = false;                                                               \
+		while (!(tu_ok_ = (cond)) && tu_now_ns() < tu_end_)                                \
+			tu_sleep_us(200);                                                          \
+		tu_ok_;                                                                            \
+	})
+
+/* A gate: workers wait in it until the test opens it. `waiting` says how
+ * many are parked, so a test knows the pool is saturated. */
+typedef struct tu_gate {
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	bool open;
+	_Atomic unsigned waiting;
+} tu_gate;
+
+static inline void tu_gate_init(tu_gate *g)
+{
+	pthread_mutex_init(&g->mu, NULL);
+	pthread_cond_init(&g->cond, NULL);
+	g->open = false;
+	atomic_init(&g->waiting, 0);
+}
+
+static inline void tu_gate_pass(tu_gate *g)
+{
+	pthread_mutex_lock(&g->mu);
+	atomic_fetch_add(&g->waiting, 1);
+	while (!g->open)
+		pthread_cond_wait(&g->cond, &g->mu);
+	atomic_fetch_sub(&g->waiting, 1);
+	pthread_mutex_unlock(&g->mu);
+}
+
+static inline void tu_gate_open(tu_gate *g)
+{
+	pthread_mutex_lock(&g->mu);
+	g->open = true;
+	pthread_cond_broadcast(&g->cond);
+	pthread_mutex_unlock(&g->mu);
+}
+
+static inline void tu_gate_destroy(tu_gate *g)
+{
+	pthread_cond_destroy(&g->cond);
+	pthread_mutex_destroy(&g->mu);
+}
+
+/* The invariant of DESIGN.md, after close. */
+static inline bool tu_balanced(const struct blq_stats *s)
+{
+	return s->in == s->processed + s->failed + s->leaked + s->expired + s->lost;
+}
+
+#endif
