@@ -45,8 +45,8 @@ static void after_take(blq *q)
 {
 	/* StoreLoad: the slot we freed (a release store) must be visible
 	 * before we read the producers' waiters count (ec.h). */
-	atomic_thread_fence(memory_order_seq_cst);
-	if (blq__ec_waiters(&q->space_ec) != 0 && total_size(q) <= q->cfg.capacity / 2)
+	if (blq__ec_publish_then_waiters(&q->space_ec) != 0 &&
+	    total_size(q) <= q->cfg.capacity / 2)
 		blq__ec_wake_slow(&q->space_ec, 0);
 }
 

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The README's test command. On a bare Debian 12 machine (as root) it installs
+# what it needs, builds blq three ways (plain, ASan+UBSan, TSan), runs every
+# test through ctest in each, checks the installed package (CMake config and
+# pkg-config), and ends with one line: "N passed, N failed".
+#
+# Environment: BLQ_TEST_BUILDS="plain address thread" picks the builds;
+# BLQ_TEST_JOBS sets the build parallelism (default: nproc).
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+jobs=${BLQ_TEST_JOBS:-$(nproc)}
+builds=${BLQ_TEST_BUILDS:-"plain address thread"}
+
+log() { printf '== %s\n' "$*"; }
+
+# --- dependencies -----------------------------------------------------------
+packages=(build-essential cmake pkg-config libck-dev libcriterion-dev libglib2.0-dev)
+missing=()
+for p in "${packages[@]}"; do
+	dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	log "installing ${missing[*]}"
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "scripts/test.sh: missing packages ${missing[*]}; run as root or install them" >&2
+		exit 1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >/dev/null || { echo "scripts/test.sh: apt-get update failed" >&2; exit 1; }
+	apt-get install -y -qq "${missing[@]}" >/dev/null ||
+		{ echo "scripts/test.sh: apt-get install ${missing[*]} failed" >&2; exit 1; }
+fi
+
+mkdir -p build
+passed=0
+failed=0
+
+# Runs ctest in a build directory and adds its counts to the totals.
+run_ctest() {
+	local dir=$1 out total fails
+	out=$(cd "$dir" && ctest --output-on-failure --no-tests=error 2>&1)
+	local rc=$?
+	echo "$out" | tail -n 40
+	total=$(echo "$out" | sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\2/p' | tail -1)
+	fails=$(echo "$out" | sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1/p' | tail -1)
+	if [ -z "$total" ]; then
+		echo "scripts/test.sh: ctest in $dir printed no summary (rc $rc)" >&2
+		failed=$((failed + 1))
+		return
+	fi
+	passed=$((passed + total - fails))
+	failed=$((failed + fails))
+}
+
+for b in $builds; do
+	case $b in
+	plain) dir=build/test-plain; san="" ;;
+	address) dir=build/test-asan; san=address ;;
+	thread) dir=build/test-tsan; san=thread ;;
+	*) echo "scripts/test.sh: BLQ_TEST_BUILDS: unknown build '$b'" >&2; exit 2 ;;
+	esac
+	log "configure and build: ${b}"
+	if ! cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBLQ_SANITIZE="$san" \
+		-DBLQ_BUILD_TESTS=ON >"$dir.configure.log" 2>&1 &&
+		cmake --build "$dir" -j "$jobs" >"$dir.build.log" 2>&1; then
+		mkdir -p "$dir"
+		tail -n 40 "$dir.configure.log" "$dir.build.log" 2>/dev/null
+		echo "scripts/test.sh: build '$b' failed" >&2
+		failed=$((failed + 1))
+		continue
+	fi
+	log "ctest: ${b}"
+	# halt_on_error: a TSan report must fail the test, not just print.
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \
+	UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+		run_ctest "$dir"
+done
+
+# --- the installed package works for a consumer ---------------------------
+log "install and consume (find_package and pkg-config)"
+if scripts/check_install.sh build/test-install >build/test-install.log 2>&1; then
+	passed=$((passed + 1))
+	echo "install check: ok"
+else
+	failed=$((failed + 1))
+	tail -n 30 build/test-install.log
+	echo "install check: FAILED"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,263 @@
+/*
+ * Stress test in the style of Concurrency Kit's ring regressions: every item
+ * carries a unique id, a magic value rewritten when taken, a per-producer
+ * sequence number and an outcome counter, so a double take, a lost item or
+ * a reordering is caught by the test itself.
+ *
+ * Each round: 4 producers, 4 workers, a small capacity, random worker
+ * failures and stalls, a DLQ that sometimes refuses, alternating rear and
+ * front leaking, streams 1 or 3, and a close chosen at random (graceful,
+ * with a short timeout, forced). After the close every accepted item must
+ * have exactly one outcome, the refused ones none, and
+ * in == processed + failed + leaked + expired + lost.
+ *
+ * A plain program (Criterion aborts under TSan): prints its own
+ * "N passed, N failed" line and exits non-zero on any failure.
+ * Usage: queue_stress [rounds] [items-per-producer]
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <blq/blq.h>
+
+#define PRODUCERS 4
+#define WORKERS 4
+#define MAGIC_LIVE 0xdeadu
+#define MAGIC_TAKEN 0xbeefu
+
+typedef struct item {
+	_Atomic unsigned magic;
+	unsigned producer;
+	uint64_t seq;          /* per-producer, increasing */
+	_Atomic int taken;     /* times a worker started it */
+	_Atomic int outcomes;  /* processed + freed + leaked: must end 1 */
+	bool accepted;         /* enqueue returned 0 (set by its producer) */
+} item;
+
+typedef struct round_ctx {
+	blq *q;
+	item *items; /* PRODUCERS * per */
+	uint64_t per;
+	unsigned fail_pct;
+	_Atomic bool dlq_refuses;
+	_Atomic uint64_t dlq_got;
+	/* last sequence seen per worker and producer: FIFO check (streams 1) */
+	uint64_t last_seq[WORKERS][PRODUCERS];
+	bool check_order;
+	_Atomic unsigned errors;
+	_Atomic uint64_t accepted;
+	unsigned seed;
+} round_ctx;
+
+static round_ctx *g_round; /* item_free has no context argument */
+
+static void fail_check(round_ctx *r, const char *what, const item *it)
+{
+	if (atomic_fetch_add(&r->errors, 1) < 10)
+		fprintf(stderr, "queue_stress: %s (producer %u seq %" PRIu64 ")\n", what,
+			it->producer, it->seq);
+}
+
+static void outcome(round_ctx *r, item *it)
+{
+	if (atomic_fetch_add(&it->outcomes, 1) != 0)
+		fail_check(r, "an item reached a second outcome", it);
+}
+
+static void stall(unsigned *seed)
+{
+	unsigned n = (unsigned)rand_r(seed) % 2048;
+
+	for (volatile unsigned i = 0; i < n; i++)
+		;
+}
+
+static int worker(void *ctx, void *payload, blq_task *task)
+{
+	round_ctx *r = ctx;
+	item *it = payload;
+	unsigned w = blq_task_worker(task);
+	unsigned seed = (unsigned)(uintptr_t)it ^ r->seed;
+
+	if (atomic_fetch_add(&it->taken, 1) != 0)
+		fail_check(r, "an item was taken twice", it);
+	if (atomic_exchange(&it->magic, MAGIC_TAKEN) != MAGIC_LIVE)
+		fail_check(r, "a worker got an item with a bad magic", it);
+	if (r->check_order) {
+		/* last_seq holds the last seen seq + 1 (0: none yet) */
+		if (r->last_seq[w][it->producer] > it->seq)
+			fail_check(r, "a worker saw a producer's items out of order", it);
+		r->last_seq[w][it->producer] = it->seq + 1;
+	}
+	if ((unsigned)rand_r(&seed) % 8 == 0)
+		stall(&seed);
+	if ((unsigned)rand_r(&seed) % 100 < r->fail_pct) {
+		atomic_store(&it->magic, MAGIC_LIVE); /* the queue frees it */
+		return 1;
+	}
+	outcome(r, it); /* processed: ours now */
+	return 0;
+}
+
+static void item_free(void *payload)
+{
+	outcome(g_round, payload);
+}
+
+static int dlq_enqueue(void *self, void *payload)
+{
+	round_ctx *r = self;
+
+	if (atomic_load(&r->dlq_refuses))
+		return -1;
+	atomic_fetch_add(&r->dlq_got, 1);
+	outcome(r, payload);
+	return 0;
+}
+
+typedef struct producer_arg {
+	round_ctx *r;
+	unsigned index;
+} producer_arg;
+
+static void *producer(void *p)
+{
+	producer_arg *a = p;
+	round_ctx *r = a->r;
+	unsigned seed = r->seed * 31 + a->index;
+
+	for (uint64_t i = 0; i < r->per; i++) {
+		item *it = &r->items[a->index * r->per + i];
+
+		it->producer = a->index;
+		it->seq = i;
+		atomic_store(&it->magic, MAGIC_LIVE);
+		int rc = (rand_r(&seed) % 4 == 0) ? blq_try_enqueue(r->q, it) : blq_enqueue(r->q, it);
+		if (rc == 0) {
+			it->accepted = true;
+			atomic_fetch_add(&r->accepted, 1);
+		} else if (rc != BLQ_ECLOSED && rc != BLQ_EFULL) {
+			fail_check(r, "enqueue returned an unexpected code", it);
+		}
+		if (rand_r(&seed) % 64 == 0)
+			stall(&seed);
+	}
+	return NULL;
+}
+
+static int run_round(unsigned round, uint64_t per)
+{
+	round_ctx *r = calloc(1, sizeof(*r));
+	unsigned seed = (unsigned)time(NULL) ^ (round * 2654435761u);
+	int closing = (int)(rand_r(&seed) % 3); /* 0 graceful, 1 timeout, 2 force */
+	blq_config c = {0};
+	blq_error err;
+
+	r->per = per;
+	r->seed = seed;
+	r->items = calloc(PRODUCERS * per, sizeof(item));
+	r->fail_pct = rand_r(&seed) % 20;
+	g_round = r;
+
+	c.name = "stress";
+	c.capacity = 16 + rand_r(&seed) % 64;
+	c.streams = round % 2 ? 3 : 1;
+	r->check_order = c.streams == 1;
+	c.workers = WORKERS;
+	c.worker = worker;
+	c.worker_ctx = r;
+	c.item_free = item_free;
+	if (round % 4 != 3) { /* every fourth round is not leaky: back-pressure */
+		c.dlq.enqueue = dlq_enqueue;
+		c.dlq.self = r;
+		c.fail_to_dlq = round % 3 == 0;
+		c.leak_direction = round % 2 ? BLQ_LEAK_FRONT : BLQ_LEAK_REAR;
+	}
+	r->q = blq_new(&c, &err);
+	if (r->q == NULL) {
+		fprintf(stderr, "queue_stress: blq_new: %s\n", err.msg);
+		return 1;
+	}
+
+	pthread_t t[PRODUCERS];
+	producer_arg args[PRODUCERS];
+	for (unsigned i = 0; i < PRODUCERS; i++) {
+		args[i] = (producer_arg){r, i};
+		pthread_create(&t[i], NULL, producer, &args[i]);
+	}
+	/* Close while the producers are still going, at a random moment. */
+	struct timespec ts = {0, (long)(rand_r(&seed) % 20) * 1000000L};
+	nanosleep(&ts, NULL);
+	if (rand_r(&seed) % 4 == 0)
+		atomic_store(&r->dlq_refuses, true);
+	if (closing == 0)
+		blq_close(r->q);
+	else if (closing == 1)
+		blq_close_timeout(r->q, (uint64_t)(rand_r(&seed) % 3) * 1000000u);
+	else
+		blq_force_close(r->q);
+	for (unsigned i = 0; i < PRODUCERS; i++)
+		pthread_join(t[i], NULL);
+
+	struct blq_stats s;
+	blq_stats(r->q, &s);
+	if (s.in != s.processed + s.failed + s.leaked + s.expired + s.lost) {
+		fprintf(stderr,
+			"queue_stress: round %u: in %" PRIu64 " != processed %" PRIu64
+			" + failed %" PRIu64 " + leaked %" PRIu64 " + expired %" PRIu64
+			" + lost %" PRIu64 "\n",
+			round, s.in, s.processed, s.failed, s.leaked, s.expired, s.lost);
+		atomic_fetch_add(&r->errors, 1);
+	}
+	if (s.in != atomic_load(&r->accepted)) {
+		fprintf(stderr, "queue_stress: round %u: in %" PRIu64 " but producers saw %" PRIu64 " accepted\n",
+			round, s.in, atomic_load(&r->accepted));
+		atomic_fetch_add(&r->errors, 1);
+	}
+	if (s.leaked != atomic_load(&r->dlq_got)) {
+		fprintf(stderr, "queue_stress: round %u: leaked %" PRIu64 " but the DLQ got %" PRIu64 "\n",
+			round, s.leaked, atomic_load(&r->dlq_got));
+		atomic_fetch_add(&r->errors, 1);
+	}
+	for (uint64_t i = 0; i < PRODUCERS * per; i++) {
+		item *it = &r->items[i];
+		int want = it->accepted ? 1 : 0;
+
+		if (atomic_load(&it->outcomes) != want)
+			fail_check(r, it->accepted ? "an accepted item has no single outcome"
+						   : "a refused item reached an outcome",
+				   it);
+	}
+	blq_free(r->q);
+	unsigned errors = atomic_load(&r->errors);
+	printf("round %2u: streams %u cap %3zu %s %-8s fail %2u%% in %6" PRIu64
+	       " processed %6" PRIu64 " failed %5" PRIu64 " leaked %6" PRIu64 " lost %5" PRIu64
+	       " -> %s\n",
+	       round, c.streams, c.capacity, c.dlq.enqueue ? "leaky" : "block",
+	       closing == 0 ? "close" : closing == 1 ? "timeout" : "force", r->fail_pct, s.in,
+	       s.processed, s.failed, s.leaked, s.lost, errors ? "FAIL" : "ok");
+	free(r->items);
+	free(r);
+	return errors ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned rounds = argc > 1 ? (unsigned)atoi(argv[1]) : 20;
+	uint64_t per = argc > 2 ? (uint64_t)atoll(argv[2]) : 20000;
+	unsigned passed = 0, failed = 0;
+
+	for (unsigned i = 0; i < rounds; i++) {
+		if (run_round(i, per) == 0)
+			passed++;
+		else
+			failed++;
+	}
+	printf("%u passed, %u failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
