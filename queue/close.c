@@ -16,6 +16,9 @@
  *   free it and count it lost. Other closers wait for CLOSED.
  * - A close called from one of the queue's own workers cannot wait for
  *   itself: it starts the close and returns; blq_free finishes.
+ * - Balanced queues: a graceful close wakes the asleep workers so they
+ *   help drain (and starts one if none exists while items wait); a force
+ *   wakes them so they exit. Closing also ends a pause.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -28,6 +31,9 @@ void blq__wake_all(blq *q)
 	blq__ec_notify(&q->items_ec, 0);
 	blq__ec_notify(&q->space_ec, 0);
 	blq__ec_notify(&q->ctl_ec, 0);
+	blq__ec_notify(&q->pause_ec, 0);
+	blq__ec_notify(&q->idle_ec, 0);
+	blq__ec_notify(&q->hb_ec, 0);
 }
 
 static void begin_close(blq *q, bool force)
@@ -42,11 +48,17 @@ static void begin_close(blq *q, bool force)
 
 	/* seq_cst: pairs with the producers' inflight increment (enqueue.c). */
 	atomic_store_explicit(&q->closed, 1, memory_order_seq_cst);
+	/* Closing implies resuming: the drain needs the workers. */
+	atomic_store_explicit(&q->paused, 0, memory_order_seq_cst);
 	if (force) {
 		for (unsigned i = 0; i < q->nworkers; i++)
 			atomic_store_explicit(&q->workers[i].task.cancelled, 1,
 					      memory_order_release);
 		atomic_store_explicit(&q->forced, 1, memory_order_seq_cst);
+		for (unsigned i = 0; i < q->nworkers; i++)
+			blq__ec_notify(&q->workers[i].park, 0);
+	} else if (q->balanced) {
+		blq__balance_on_close(q);
 	}
 	blq__wake_all(q);
 	if (first)
@@ -127,17 +139,17 @@ static void finish(blq *q)
 
 	wait_workers(q, 0);
 	wait_producers(q);
-	for (unsigned i = 0; i < q->nworkers; i++)
-		if (q->workers[i].started) {
-			pthread_join(q->workers[i].thread, NULL);
-			q->workers[i].started = false;
-		}
+	/* A producer that was still in flight may have started a worker for
+	 * its item (workers_min 0); joining waits for it to drain and exit. */
+	blq__pool_join_all(q);
+	blq__balancer_stop(q);
 	sweep(q);
 
 	pthread_mutex_lock(&q->mu);
 	q->state = BLQ__CLOSED;
 	pthread_cond_broadcast(&q->cond);
 	pthread_mutex_unlock(&q->mu);
+	blq__wake_all(q); /* blq_wait_idle callers: the sweep emptied the rings */
 	blq__log(q, BLQ_LOG_INFO, "queue %s: closed", q->name);
 }
 

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../schedule/schedule_internal.h"
 #include "internal.h"
 
 static int bad(blq_error *err, const char *fmt, const char *field)
@@ -78,14 +79,38 @@ static int check_leak(const blq_config *c, blq_error *err)
 	return 0;
 }
 
+/* Each range's factors, with the config's filling the unset ones, must
+ * still satisfy sleep <= wakeup. */
+static int check_schedule(const blq_config *c, blq_error *err)
+{
+	double wakeup = c->wakeup_factor > 0 ? c->wakeup_factor : 0.75;
+	double sleep = c->sleep_factor > 0 ? c->sleep_factor : 0.5;
+	const blq_schedule *s = c->schedule;
+
+	if (s == NULL)
+		return 0;
+	if (blq_schedule_size(s) == 0)
+		return bad(err, "%s: has no range", "schedule");
+	for (unsigned i = 0; i < blq_schedule_size(s); i++) {
+		const blq__range *r = &s->ranges[i];
+		double w = r->params.wakeup_factor > 0 ? r->params.wakeup_factor : wakeup;
+		double sl = r->params.sleep_factor > 0 ? r->params.sleep_factor : sleep;
+
+		if (sl > w)
+			return blq__error_set(err, BLQ_EINVAL,
+					      "schedule: range \"%s\": sleep_factor %g above wakeup_factor %g "
+					      "(unset factors come from the config)",
+					      r->text, sl, w);
+	}
+	return 0;
+}
+
 /* Fields of features that later issues build; refused rather than ignored,
  * so nobody believes they are in force. */
 static int check_not_yet(const blq_config *c, blq_error *err)
 {
 	const char *fmt = "%s: not implemented yet in this version of blq";
 
-	if (c->workers == 0 && c->workers_min != c->workers_max)
-		return blq__error_set(err, BLQ_ENOTSUP, fmt, "workers_min < workers_max (balancing)");
 	if (c->max_retries != 0)
 		return blq__error_set(err, BLQ_ENOTSUP, fmt, "max_retries");
 	if (c->retry_interval_ns != 0)
@@ -130,8 +155,10 @@ int blq__config_check(const blq_config *c, blq_error *err)
 		return blq__error_set(err, BLQ_EINVAL, "jitter: unknown kind %d", (int)c->jitter);
 	if ((rc = check_leak(c, err)) != 0)
 		return rc;
-	if (c->clock.now_ns == NULL && c->clock.ctx != NULL)
-		return bad(err, "%s: ctx is set but now_ns is NULL", "clock");
+	if (c->clock.now_ns == NULL && c->clock.wall_ns == NULL && c->clock.ctx != NULL)
+		return bad(err, "%s: ctx is set but now_ns and wall_ns are NULL", "clock");
+	if ((rc = check_schedule(c, err)) != 0)
+		return rc;
 	if (c->logger.log == NULL && c->logger.ctx != NULL)
 		return bad(err, "%s: ctx is set but log is NULL", "logger");
 	return check_not_yet(c, err);

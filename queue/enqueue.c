@@ -97,13 +97,29 @@ static void leave(blq *q, blq__cell *c)
 		blq__wake_all(q);
 }
 
-static void accepted(blq *q, blq__cell *c)
+static void accepted(blq *q)
 {
 	const blq_metrics_writer *m = q->cfg.metrics;
 
-	blq__count_shared(&c->in);
 	if (m != NULL && m->queue_put != NULL)
 		m->queue_put(m->ctx, q->name);
+}
+
+/* Enqueue-side balancing (balancer.c): start a worker when none is active,
+ * and every 64th item per cell look at the fill rate and the number of
+ * producers inside enqueue. `n` is this cell's count before the item. */
+static void balance_hint(blq *q, uint64_t n)
+{
+	if (atomic_load_explicit(&q->n_active, memory_order_acquire) == 0) {
+		blq__scale_up_hint(q);
+		return;
+	}
+	if ((n & 63) != 63)
+		return;
+	uint64_t wake = atomic_load_explicit(&q->wakeup_permille, memory_order_relaxed);
+	if ((uint64_t)blq_size(q) * 1000 >= wake * q->cfg.capacity ||
+	    blq__inflight(q) >= (int64_t)q->cfg.force_calibration_limit)
+		blq__scale_up_hint(q);
 }
 
 /* The ring is full and the queue is leaky: make room at the front (moving
@@ -149,18 +165,23 @@ static int enqueue_item(blq *q, blq__item *it, int mode)
 			it->deadline_ns = it->deadline_ns > UINT64_MAX - now ? UINT64_MAX
 									     : now + it->deadline_ns;
 	}
+	/* Counted before the item can reach a worker, so `in` never trails
+	 * the outcomes (blq_wait_idle relies on it); taken back on refusal. */
+	uint64_t n = atomic_fetch_add_explicit(&c->in, 1, memory_order_relaxed);
 	for (;;) {
 		if (push_any(q, it)) {
 			blq__ec_notify(&q->items_ec, 1);
 			break;
 		}
+		if (q->balanced)
+			blq__scale_up_hint(q); /* full: more hands, now */
 		if (q->leaky) {
 			leak(q, c, it);
 			break;
 		}
 		if (mode == MODE_TRY) {
 			rc = BLQ_EFULL;
-			goto out;
+			break;
 		}
 		/* Slow path: sleep until a worker frees room or the queue
 		 * closes. Re-check both after announcing ourselves. */
@@ -173,15 +194,21 @@ static int enqueue_item(blq *q, blq__item *it, int mode)
 		if (atomic_load_explicit(&q->closed, memory_order_seq_cst)) {
 			blq__ec_cancel(&q->space_ec);
 			rc = BLQ_ECLOSED;
-			goto out;
+			break;
 		}
 		blq__ec_wait(&q->space_ec, snap, 0);
 		if (atomic_load_explicit(&q->closed, memory_order_seq_cst)) {
 			rc = BLQ_ECLOSED;
-			goto out;
+			break;
 		}
 	}
-	accepted(q, c);
+	if (rc != 0) {
+		atomic_fetch_sub_explicit(&c->in, 1, memory_order_relaxed);
+		goto out;
+	}
+	accepted(q);
+	if (q->balanced)
+		balance_hint(q, n);
 out:
 	leave(q, c);
 	return rc;

@@ -1,7 +1,4 @@
 /* Error names and messages, generated from BLQ_ERRNO_MAP. */
-#include <stdarg.h>
-#include <stdio.h>
-
 #include "internal.h"
 
 const char *blq_strerror(int code)
@@ -30,18 +27,4 @@ const char *blq_errname(int code)
 #undef BLQ__ERRNAME
 	}
 	return "BLQ_EUNKNOWN";
-}
-
-int blq__error_set(blq_error *err, int code, const char *fmt, ...)
-{
-	if (err != NULL) {
-		va_list ap;
-
-		err->code = code;
-		va_start(ap, fmt);
-		/* vsnprintf clamps: a long message is cut, never overflowed. */
-		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-		va_end(ap);
-	}
-	return code;
 }

@@ -13,7 +13,9 @@
 #include <stdint.h>
 
 #include <blq/queue.h>
+#include <blq/schedule.h>
 
+#include "../util/errorf.h"
 #include "ec.h"
 #include "ring.h"
 
@@ -55,13 +57,38 @@ struct blq_task {
 	_Atomic int cancelled;
 };
 
+/* A worker slot's thread, as the worker itself reports it. */
+enum blq__wstate {
+	BLQ__W_IDLE = 0, /* no thread */
+	BLQ__W_ACTIVE,   /* taking items */
+	BLQ__W_ASLEEP,   /* parked by the balancer, thread kept */
+};
+
+/* What the balancer asks of a worker; read by the worker between items. */
+enum blq__wcmd {
+	BLQ__CMD_RUN = 0,
+	BLQ__CMD_SLEEP,
+	BLQ__CMD_STOP, /* end the thread (asleep too long, or above max) */
+};
+
 typedef struct blq__worker {
-	blq *q;
+	alignas(BLQ__CACHELINE) blq *q;
 	unsigned index;
-	pthread_t thread;
-	bool started;
 	blq__cell *cell;
 	struct blq_task task;
+	_Atomic int cmd;   /* enum blq__wcmd; written by the balancer */
+	_Atomic int state; /* enum blq__wstate */
+	/* Time spent blocked on an empty queue while active, for the
+	 * balancer's utilisation estimate: accumulated, and since when the
+	 * current wait runs (0 = not waiting). Read on the queue's clock. */
+	_Atomic uint64_t wait_ns;
+	_Atomic uint64_t wait_since;
+	_Atomic uint64_t asleep_since;
+	blq__ec park; /* an asleep worker sleeps here */
+	/* Below: under q->pool_mu. */
+	pthread_t thread;
+	bool joinable;    /* a thread was created and not yet joined */
+	uint64_t hb_wait; /* wait_ns seen at the last heartbeat */
 } blq__worker;
 
 enum blq__state {
@@ -70,38 +97,67 @@ enum blq__state {
 	BLQ__CLOSED,  /* threads joined, leftovers swept, counters final */
 };
 
+/* The bounds in force: the config's, or a schedule range's. */
+typedef struct blq__bounds {
+	unsigned min, max;
+	double wakeup, sleep;
+	int range; /* schedule range index, -1 = the config's */
+} blq__bounds;
+
 struct blq {
 	blq_config cfg; /* copied; cfg.name points at name[] */
 	char name[BLQ__NAME_MAX + 1];
 	bool leaky;
-	bool stamp; /* read the clock on enqueue */
+	bool stamp;    /* read the clock on enqueue */
+	bool balanced; /* workers_min < workers_max, or a schedule */
+	blq_schedule *schedule; /* a copy, or NULL */
+	uint64_t start_ns;      /* the queue's clock at creation (relative schedules) */
 
 	unsigned nrings;
 	blq__ring *rings;
 
 	/* Workers sleep on items_ec while every ring is empty; producers
 	 * sleep on space_ec while every ring is full; the closer sleeps on
-	 * ctl_ec for producers to leave. */
+	 * ctl_ec for producers to leave; blq_wait_idle on idle_ec; paused
+	 * workers on pause_ec. */
 	alignas(BLQ__CACHELINE) blq__ec items_ec;
 	alignas(BLQ__CACHELINE) blq__ec space_ec;
 	alignas(BLQ__CACHELINE) blq__ec ctl_ec;
+	blq__ec idle_ec;
+	blq__ec pause_ec;
+	blq__ec hb_ec; /* the heartbeat thread's sleep */
 
-	/* Set once by the first close; producers and workers read them. */
+	/* Read on every enqueue, written rarely. */
 	alignas(BLQ__CACHELINE) _Atomic int closed;
 	_Atomic int forced;
+	_Atomic int paused;
+	_Atomic unsigned n_active; /* workers in BLQ__W_ACTIVE */
+	_Atomic int throttled;     /* the queue was full at the last look */
+	_Atomic unsigned wakeup_permille; /* bounds.wakeup * 1000, for enqueue-side hints */
 
-	unsigned nworkers;
+	unsigned nworkers; /* thread ceiling: max workers_max of config and schedule */
 	blq__worker *workers;
 	unsigned ncells; /* nworkers + BLQ__PRODUCER_CELLS + 1 (closer) */
 	blq__cell *cells;
 
+	/* Balancer state, under pool_mu. Lock order: pool_mu before mu. */
+	pthread_mutex_t pool_mu;
+	bool pool_closed;  /* no more thread starts */
+	blq__bounds bounds;
+	uint64_t hb_last;  /* the queue's clock at the last heartbeat */
+	pthread_t hb_thread;
+	bool hb_started;
+	_Atomic uint64_t woken, slept, started_threads, stopped_threads;
+
 	pthread_mutex_t mu;
 	pthread_cond_t cond;      /* signalled when alive or state change */
 	unsigned alive;           /* worker threads not yet exited; under mu */
-	unsigned running;         /* worker threads that started; under mu */
 	enum blq__state state;    /* under mu */
 	bool finishing;           /* someone is joining and sweeping; under mu */
 };
+
+/* queue.c */
+uint64_t blq__fold_in(const blq *q);
 
 /* config.c */
 int blq__config_check(const blq_config *cfg, blq_error *err);
@@ -117,9 +173,6 @@ static inline uint64_t blq__now(const blq *q)
 void blq__log(const blq *q, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* error.c */
-int blq__error_set(blq_error *err, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 /* enqueue.c: outcomes shared with the workers and the closer. */
 blq__cell *blq__producer_cell(blq *q);
@@ -129,8 +182,26 @@ bool blq__pop_any(blq *q, unsigned start, blq__item *out);
 int64_t blq__inflight(const blq *q);
 
 /* worker.c */
-int blq__workers_start(blq *q, blq_error *err);
 bool blq__is_own_worker(const blq *q);
+void *blq__worker_main(void *arg);
+
+/* pool.c: thread starts, stops and state changes (callers hold pool_mu
+ * unless noted). */
+int blq__pool_start(blq *q, blq__worker *w);
+void blq__pool_wake(blq *q, blq__worker *w);
+void blq__pool_sleep(blq *q, blq__worker *w);
+void blq__pool_stop(blq *q, blq__worker *w);
+void blq__pool_join_all(blq *q); /* takes pool_mu itself */
+void blq__pool_counts(const blq *q, unsigned *active, unsigned *asleep, unsigned *idle);
+/* pthread_create with the asynchronous signals blocked in the new thread. */
+int blq__thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
+
+/* balancer.c */
+int blq__balancer_start(blq *q, blq_error *err);
+void blq__balancer_stop(blq *q);
+void blq__calibrate(blq *q);           /* one heartbeat's work; takes pool_mu */
+void blq__scale_up_hint(blq *q);       /* enqueue side: cheap, may do nothing */
+void blq__balance_on_close(blq *q);    /* asleep workers help drain */
 
 /* close.c */
 void blq__wake_all(blq *q);

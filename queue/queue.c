@@ -14,13 +14,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "../schedule/schedule_internal.h"
 #include "internal.h"
 
 static uint64_t default_now(void *ctx)
 {
 	(void)ctx;
 	return blq__monotonic_ns();
+}
+
+static uint64_t default_wall(void *ctx)
+{
+	struct timespec ts;
+
+	(void)ctx;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static void apply_defaults(blq *q)
@@ -45,14 +56,16 @@ static void apply_defaults(blq *q)
 		c->force_calibration_limit = 1000;
 	if (c->front_leak_attempts == 0)
 		c->front_leak_attempts = 5;
-	if (c->clock.now_ns == NULL) {
+	if (c->clock.now_ns == NULL)
 		c->clock.now_ns = default_now;
-		c->clock.ctx = NULL;
-	}
+	if (c->clock.wall_ns == NULL)
+		c->clock.wall_ns = default_wall;
 	if (c->logger.level == 0)
 		c->logger.level = BLQ_LOG_INFO;
 	q->leaky = c->dlq.enqueue != NULL;
 	q->stamp = c->stamp_enqueue_time || c->metrics != NULL || c->deadline_interval_ns != 0;
+	q->balanced = c->workers_min < c->workers_max || c->schedule != NULL;
+	c->schedule = NULL; /* the queue keeps its own copy (q->schedule) */
 }
 
 static int alloc_rings(blq *q)
@@ -74,6 +87,8 @@ static int alloc_rings(blq *q)
 static int alloc_workers(blq *q)
 {
 	q->nworkers = q->cfg.workers_max;
+	if (q->schedule != NULL && blq_schedule_workers_max(q->schedule) > q->nworkers)
+		q->nworkers = blq_schedule_workers_max(q->schedule);
 	q->ncells = q->nworkers + BLQ__PRODUCER_CELLS + 1;
 	q->cells = aligned_alloc(BLQ__CACHELINE, sizeof(blq__cell) * q->ncells);
 	q->workers = calloc(q->nworkers, sizeof(blq__worker));
@@ -88,6 +103,8 @@ static int alloc_workers(blq *q)
 		w->cell = &q->cells[i];
 		w->task.queue = q;
 		w->task.worker = i;
+		atomic_init(&w->state, BLQ__W_IDLE);
+		atomic_init(&w->cmd, BLQ__CMD_RUN);
 	}
 	return 0;
 }
@@ -99,6 +116,10 @@ static int init_sync(blq *q)
 
 	if (pthread_mutex_init(&q->mu, NULL) != 0)
 		return BLQ_ENOMEM;
+	if (pthread_mutex_init(&q->pool_mu, NULL) != 0) {
+		pthread_mutex_destroy(&q->mu);
+		return BLQ_ENOMEM;
+	}
 	/* Close timeouts are measured on CLOCK_MONOTONIC: a wall-clock jump
 	 * must not stretch or cut them. */
 	if (pthread_condattr_init(&attr) != 0) {
@@ -107,6 +128,7 @@ static int init_sync(blq *q)
 	}
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	if (pthread_cond_init(&q->cond, &attr) != 0) {
+		pthread_mutex_destroy(&q->pool_mu);
 		pthread_mutex_destroy(&q->mu);
 		rc = BLQ_ENOMEM;
 	}
@@ -121,8 +143,10 @@ static void destroy(blq *q, bool sync_ready)
 	free(q->rings);
 	free(q->cells);
 	free(q->workers);
+	blq_schedule_free(q->schedule);
 	if (sync_ready) {
 		pthread_cond_destroy(&q->cond);
+		pthread_mutex_destroy(&q->pool_mu);
 		pthread_mutex_destroy(&q->mu);
 	}
 #ifndef NDEBUG
@@ -148,7 +172,13 @@ blq *blq_new(const blq_config *cfg, blq_error *err)
 	}
 	memset(q, 0, sizeof(*q));
 	q->cfg = *cfg;
+	if (cfg->schedule != NULL && (q->schedule = blq__schedule_copy(cfg->schedule)) == NULL) {
+		blq__error_set(err, BLQ_ENOMEM, "schedule: out of memory");
+		free(q);
+		return NULL;
+	}
 	apply_defaults(q);
+	q->start_ns = blq__now(q);
 	if (alloc_rings(q) != 0 || alloc_workers(q) != 0) {
 		blq__error_set(err, BLQ_ENOMEM, "capacity: out of memory for %zu items",
 			       q->cfg.capacity);
@@ -160,7 +190,7 @@ blq *blq_new(const blq_config *cfg, blq_error *err)
 		destroy(q, false);
 		return NULL;
 	}
-	rc = blq__workers_start(q, err);
+	rc = blq__balancer_start(q, err);
 	if (rc != 0) {
 		blq_force_close(q); /* stops and joins the workers that did start */
 		destroy(q, true);
@@ -168,9 +198,9 @@ blq *blq_new(const blq_config *cfg, blq_error *err)
 	}
 	const blq_metrics_writer *m = q->cfg.metrics;
 	if (m != NULL && m->worker_setup != NULL)
-		m->worker_setup(m->ctx, q->name, q->nworkers, 0, 0);
-	blq__log(q, BLQ_LOG_INFO, "queue %s: started, capacity %zu, %u workers", q->name,
-		 q->cfg.capacity, q->nworkers);
+		m->worker_setup(m->ctx, q->name, q->bounds.min, 0, q->nworkers - q->bounds.min);
+	blq__log(q, BLQ_LOG_INFO, "queue %s: started, capacity %zu, workers %u..%u%s", q->name,
+		 q->cfg.capacity, q->bounds.min, q->bounds.max, q->balanced ? " (balanced)" : "");
 	return q;
 }
 
@@ -222,6 +252,11 @@ static uint64_t fold(const blq *q, size_t offset)
 	return sum;
 }
 
+uint64_t blq__fold_in(const blq *q)
+{
+	return fold(q, offsetof(blq__cell, in));
+}
+
 int blq_stats(const blq *q, struct blq_stats *out)
 {
 	if (q == NULL || out == NULL)
@@ -242,10 +277,13 @@ int blq_stats(const blq *q, struct blq_stats *out)
 	out->retried = fold(q, offsetof(blq__cell, retried));
 	out->size = blq_size(q);
 	out->capacity = q->cfg.capacity;
-	pthread_mutex_lock((pthread_mutex_t *)&q->mu);
-	out->workers_active = q->alive;
-	out->workers_idle = q->nworkers - q->alive;
-	pthread_mutex_unlock((pthread_mutex_t *)&q->mu);
+	blq__pool_counts(q, &out->workers_active, &out->workers_asleep, &out->workers_idle);
+	out->workers_woken = atomic_load_explicit(&q->woken, memory_order_relaxed);
+	out->workers_slept = atomic_load_explicit(&q->slept, memory_order_relaxed);
+	out->threads_started = atomic_load_explicit(&q->started_threads, memory_order_relaxed);
+	out->threads_stopped = atomic_load_explicit(&q->stopped_threads, memory_order_relaxed);
+	out->throttled = atomic_load_explicit(&q->throttled, memory_order_relaxed) != 0;
+	out->paused = atomic_load_explicit(&q->paused, memory_order_relaxed) != 0;
 	return 0;
 }
 

@@ -11,13 +11,18 @@
  * - After each take, a worker wakes the producers sleeping on a full queue,
  *   all at once, when the rings have drained to half (not per item: a
  *   wake-up per item is a system call per item).
- * - Exit: at once when forced (after the current item); when closing,
- *   once no producer is in flight and the rings are empty.
+ * - Between items a worker reads its command from the balancer (one load
+ *   of its own cache line): RUN, SLEEP (park on its own event count until
+ *   woken or told to stop) or STOP (end the thread).
+ * - While active, the time it spends blocked on an empty queue is added up
+ *   (a clock read on the blocking path only), so the balancer can tell how
+ *   many workers the load really keeps busy.
+ * - Exit: at once when forced (after the current item) or told to stop;
+ *   when closing, once no producer is in flight and the rings are empty.
  * - Workers block the asynchronous signals, so SIGTERM and SIGINT reach
  *   the application's own threads (seed 004: the drain runs there).
  */
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -93,6 +98,86 @@ static bool forced(const blq *q)
 	return atomic_load_explicit(&q->forced, memory_order_acquire) != 0;
 }
 
+static void set_state(blq *q, blq__worker *w, int state)
+{
+	int old = atomic_exchange_explicit(&w->state, state, memory_order_acq_rel);
+
+	if (old == BLQ__W_ACTIVE && state != BLQ__W_ACTIVE)
+		atomic_fetch_sub_explicit(&q->n_active, 1, memory_order_acq_rel);
+	else if (old != BLQ__W_ACTIVE && state == BLQ__W_ACTIVE)
+		atomic_fetch_add_explicit(&q->n_active, 1, memory_order_acq_rel);
+}
+
+/* Parked by the balancer: sleep on our own event count until told to run
+ * or stop, or until the queue is forced closed. False: end the thread. */
+static bool park(blq *q, blq__worker *w)
+{
+	const blq_metrics_writer *m = q->cfg.metrics;
+	int cmd;
+
+	atomic_store_explicit(&w->asleep_since, blq__now(q), memory_order_relaxed);
+	set_state(q, w, BLQ__W_ASLEEP);
+	/* The last active worker going to sleep while items wait would leave
+	 * them until the next heartbeat: have the balancer wake one now. */
+	if (atomic_load_explicit(&q->n_active, memory_order_seq_cst) == 0 && blq_size(q) > 0)
+		blq__scale_up_hint(q);
+	if (m != NULL && m->worker_sleep != NULL)
+		m->worker_sleep(m->ctx, q->name, w->index);
+	for (;;) {
+		uint32_t snap = blq__ec_prepare(&w->park);
+
+		cmd = atomic_load_explicit(&w->cmd, memory_order_acquire);
+		if (cmd != BLQ__CMD_SLEEP || forced(q)) {
+			blq__ec_cancel(&w->park);
+			break;
+		}
+		blq__ec_wait(&w->park, snap, 0);
+	}
+	if (cmd == BLQ__CMD_STOP || forced(q))
+		return false;
+	set_state(q, w, BLQ__W_ACTIVE);
+	if (m != NULL && m->worker_wakeup != NULL)
+		m->worker_wakeup(m->ctx, q->name, w->index);
+	return true;
+}
+
+/* Paused queue: wait until resumed or closed. */
+static void wait_resume(blq *q)
+{
+	for (;;) {
+		uint32_t snap = blq__ec_prepare(&q->pause_ec);
+
+		if (!atomic_load_explicit(&q->paused, memory_order_seq_cst) || forced(q) ||
+		    atomic_load_explicit(&q->closed, memory_order_seq_cst)) {
+			blq__ec_cancel(&q->pause_ec);
+			return;
+		}
+		blq__ec_wait(&q->pause_ec, snap, 0);
+	}
+}
+
+/* Blocks on the empty queue, accounting the time as idle for the balancer. */
+static void wait_items(blq *q, blq__worker *w, uint32_t snap)
+{
+	const blq_metrics_writer *m = q->cfg.metrics;
+
+	if (!q->balanced && m == NULL) {
+		blq__ec_wait(&q->items_ec, snap, 0);
+		return;
+	}
+	uint64_t t0 = blq__now(q);
+	atomic_store_explicit(&w->wait_since, t0, memory_order_relaxed);
+	blq__ec_wait(&q->items_ec, snap, 0);
+	uint64_t t1 = blq__now(q);
+	atomic_store_explicit(&w->wait_since, 0, memory_order_relaxed);
+	uint64_t d = t1 > t0 ? t1 - t0 : 0;
+	atomic_store_explicit(&w->wait_ns,
+			      atomic_load_explicit(&w->wait_ns, memory_order_relaxed) + d,
+			      memory_order_relaxed);
+	if (m != NULL && m->worker_wait != NULL)
+		m->worker_wait(m->ctx, q->name, w->index, d);
+}
+
 /* Takes the next item, sleeping while there is none. False: time to exit. */
 static bool next_item(blq *q, blq__worker *w, blq__item *it)
 {
@@ -101,6 +186,19 @@ static bool next_item(blq *q, blq__worker *w, blq__item *it)
 	for (;;) {
 		if (forced(q))
 			return false;
+		int cmd = atomic_load_explicit(&w->cmd, memory_order_acquire);
+		if (cmd == BLQ__CMD_STOP)
+			return false;
+		if (cmd == BLQ__CMD_SLEEP) {
+			if (!park(q, w))
+				return false;
+			continue;
+		}
+		if (atomic_load_explicit(&q->paused, memory_order_relaxed) &&
+		    !atomic_load_explicit(&q->closed, memory_order_relaxed)) {
+			wait_resume(q);
+			continue;
+		}
 		if (blq__pop_any(q, home, it))
 			return true;
 		uint32_t snap = blq__ec_prepare(&q->items_ec);
@@ -108,6 +206,10 @@ static bool next_item(blq *q, blq__worker *w, blq__item *it)
 			blq__ec_cancel(&q->items_ec);
 			return true;
 		}
+		/* Nothing to do: tell blq_wait_idle to look (only a load when
+		 * nobody waits there). The outcome of our last item is counted
+		 * by now. */
+		blq__ec_notify(&q->idle_ec, 0);
 		/* Closing and no producer in flight: whatever the rings hold
 		 * now is all there will be; take it, or exit when empty. */
 		if (atomic_load_explicit(&q->closed, memory_order_seq_cst) &&
@@ -117,15 +219,16 @@ static bool next_item(blq *q, blq__worker *w, blq__item *it)
 			blq__ec_cancel(&q->items_ec);
 			return got;
 		}
-		if (forced(q)) {
+		if (forced(q) || atomic_load_explicit(&w->cmd, memory_order_acquire) != BLQ__CMD_RUN ||
+		    atomic_load_explicit(&q->paused, memory_order_seq_cst)) {
 			blq__ec_cancel(&q->items_ec);
-			return false;
+			continue;
 		}
-		blq__ec_wait(&q->items_ec, snap, 0);
+		wait_items(q, w, snap);
 	}
 }
 
-static void *worker_main(void *arg)
+void *blq__worker_main(void *arg)
 {
 	blq__worker *w = arg;
 	blq *q = w->q;
@@ -139,11 +242,6 @@ static void *worker_main(void *arg)
 	if (m != NULL && m->worker_init != NULL)
 		m->worker_init(m->ctx, q->name, w->index);
 
-	pthread_mutex_lock(&q->mu);
-	q->running++;
-	pthread_cond_broadcast(&q->cond);
-	pthread_mutex_unlock(&q->mu);
-
 	while (next_item(q, w, &it)) {
 		after_take(q);
 		run_item(q, w, &it);
@@ -151,58 +249,10 @@ static void *worker_main(void *arg)
 
 	if (m != NULL && m->worker_stop != NULL)
 		m->worker_stop(m->ctx, q->name, w->index, forced(q));
+	set_state(q, w, BLQ__W_IDLE);
 	pthread_mutex_lock(&q->mu);
 	q->alive--;
 	pthread_cond_broadcast(&q->cond);
 	pthread_mutex_unlock(&q->mu);
 	return NULL;
-}
-
-/* Block the asynchronous signals in the threads we create; the synchronous
- * ones (faults) must stay deliverable. */
-static void worker_sigmask(sigset_t *set)
-{
-	sigfillset(set);
-	sigdelset(set, SIGSEGV);
-	sigdelset(set, SIGBUS);
-	sigdelset(set, SIGFPE);
-	sigdelset(set, SIGILL);
-	sigdelset(set, SIGABRT);
-	sigdelset(set, SIGTRAP);
-}
-
-int blq__workers_start(blq *q, blq_error *err)
-{
-	sigset_t set, old;
-	int rc = 0;
-
-	worker_sigmask(&set);
-	pthread_sigmask(SIG_SETMASK, &set, &old);
-	for (unsigned i = 0; i < q->nworkers; i++) {
-		blq__worker *w = &q->workers[i];
-
-		pthread_mutex_lock(&q->mu);
-		q->alive++;
-		pthread_mutex_unlock(&q->mu);
-		int e = pthread_create(&w->thread, NULL, worker_main, w);
-		if (e != 0) {
-			pthread_mutex_lock(&q->mu);
-			q->alive--;
-			pthread_mutex_unlock(&q->mu);
-			rc = blq__error_set(err, BLQ_ETHREAD, "workers: pthread_create failed for worker %u (error %d)",
-					    i, e);
-			break;
-		}
-		w->started = true;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0)
-		return rc;
-
-	/* Handshake: return only when every worker runs. */
-	pthread_mutex_lock(&q->mu);
-	while (q->running < q->nworkers)
-		pthread_cond_wait(&q->cond, &q->mu);
-	pthread_mutex_unlock(&q->mu);
-	return 0;
 }

@@ -58,7 +58,6 @@ MUT(backoff_bad, c->backoff = (enum blq_backoff)99)
 MUT(jitter_bad, c->jitter = (enum blq_jitter)99)
 MUT(clock_ctx_only, c->clock.ctx = c)
 MUT(logger_ctx_only, c->logger.ctx = c)
-MUT(balanced, c->workers = 0; c->workers_min = 1; c->workers_max = 4)
 MUT(retries, c->max_retries = 3)
 MUT(delay, c->delay_interval_ns = 1000)
 
@@ -91,10 +90,8 @@ static const bad_case cases[] = {
 	{"dlq self only", dlq_self_only, BLQ_EINVAL, "dlq: self is set but enqueue is NULL"},
 	{"backoff", backoff_bad, BLQ_EINVAL, "backoff: unknown kind 99"},
 	{"jitter", jitter_bad, BLQ_EINVAL, "jitter: unknown kind 99"},
-	{"clock ctx", clock_ctx_only, BLQ_EINVAL, "clock: ctx is set but now_ns is NULL"},
+	{"clock ctx", clock_ctx_only, BLQ_EINVAL, "clock: ctx is set but now_ns and wall_ns are NULL"},
 	{"logger ctx", logger_ctx_only, BLQ_EINVAL, "logger: ctx is set but log is NULL"},
-	{"balancing", balanced, BLQ_ENOTSUP,
-	 "workers_min < workers_max (balancing): not implemented yet in this version of blq"},
 	{"retries", retries, BLQ_ENOTSUP,
 	 "max_retries: not implemented yet in this version of blq"},
 	{"delay", delay, BLQ_ENOTSUP,

@@ -30,6 +30,7 @@
 #include <blq/export.h>
 #include <blq/log.h>
 #include <blq/metrics.h>
+#include <blq/schedule.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -95,10 +96,15 @@ typedef struct blq_config {
 	/* Fixed pool size. Setting it means workers_min = workers_max =
 	 * workers; do not set those too. */
 	unsigned workers;
-	/* Balanced pool bounds (balancing is not implemented yet: min must
-	 * equal max). workers_max: 1..1024. */
+	/* Balanced pool bounds: with workers_min < workers_max (or a
+	 * schedule) the pool grows and shrinks with the load between them.
+	 * workers_max: 1..1024; workers_min: 0..workers_max (0: the pool may
+	 * go down to no thread at all when idle). */
 	unsigned workers_min;
 	unsigned workers_max;
+	/* Time ranges that override workers_min/max and the factors; copied
+	 * at creation (the caller may free it after blq_new). Optional. */
+	const blq_schedule *schedule;
 	/* Fill rate at which an asleep worker wakes. Default 0.75; (0, 1]. */
 	double wakeup_factor;
 	/* Fill rate at which active workers go to sleep. Default 0.5;
@@ -110,8 +116,8 @@ typedef struct blq_config {
 	uint64_t sleep_interval_ns;
 	/* Balancer period. Default 1 s. */
 	uint64_t heartbeat_interval_ns;
-	/* Concurrent enqueues that make the enqueuer calibrate at once.
-	 * Default 1000. */
+	/* Producers inside enqueue at once that make an enqueuer grow the
+	 * pool at once (sampled every 64 items). Default 1000. */
 	unsigned force_calibration_limit;
 
 	/* Retries of a failed item (not implemented yet: must be 0). */
@@ -186,7 +192,14 @@ struct blq_stats {
 	size_t capacity;
 	unsigned workers_active;
 	unsigned workers_asleep;
-	unsigned workers_idle;
+	unsigned workers_idle;   /* slots without a thread */
+	/* Balancer activity since creation. */
+	uint64_t workers_woken;  /* asleep -> active */
+	uint64_t workers_slept;  /* active -> asleep */
+	uint64_t threads_started;
+	uint64_t threads_stopped; /* asleep past sleep_interval, or above max */
+	bool throttled;           /* full at the balancer's last look */
+	bool paused;
 };
 
 /**
@@ -194,7 +207,7 @@ struct blq_stats {
  * @cfg: the configuration; only read during the call.
  * @err: optional; receives the code and a message naming the offending
  *       field on failure (set to BLQ_OK and "" on success).
- * Return: the queue, fully started (every worker thread is running), or NULL
+ * Return: the queue with workers_min (or workers) threads started, or NULL
  * with BLQ_EINVAL (bad field), BLQ_ENOTSUP (a feature not implemented yet),
  * BLQ_ENOMEM or BLQ_ETHREAD in @err. Never returns a half-built queue.
  * Thread-safety: safe from any thread.
@@ -294,6 +307,31 @@ BLQ_API int blq_force_close(blq *q);
  * is freed then).
  */
 BLQ_API int blq_free(blq *q);
+
+/**
+ * blq_pause() - workers stop taking items (those running finish); enqueues
+ * keep their normal rules (so a paused queue fills, then blocks or leaks).
+ * Idempotent. A close ends the pause (the drain needs the workers).
+ * Return: 0, BLQ_EINVAL for NULL, BLQ_ECLOSED when closing or closed.
+ * Thread-safety: any thread.
+ */
+BLQ_API int blq_pause(blq *q);
+
+/**
+ * blq_resume() - workers take items again. Idempotent.
+ * Return: 0, or BLQ_EINVAL for NULL.
+ */
+BLQ_API int blq_resume(blq *q);
+
+/**
+ * blq_wait_idle() - block until the queue is empty and no worker runs an
+ * item, without closing it. Sleeps (no polling).
+ * @timeout_ns: UINT64_MAX waits without limit.
+ * Return: 0 when idle, BLQ_ETIMEDOUT, BLQ_EDEADLK from one of q's own
+ * workers (it would wait for itself), BLQ_EINVAL for NULL.
+ * Thread-safety: any thread; any number of waiters.
+ */
+BLQ_API int blq_wait_idle(blq *q, uint64_t timeout_ns);
 
 /**
  * blq_as_enqueuer() - the queue as a blq_enqueuer, so it can be another

@@ -1,0 +1,131 @@
+/*
+ * The worker pool: a fixed array of worker slots (the thread ceiling), each
+ * idle (no thread), active or asleep. Only the balancer (heartbeat,
+ * enqueue-side hints, close) changes commands, under q->pool_mu; the worker
+ * threads themselves change their reported state (worker.c).
+ *
+ * A slot's thread is joined before the slot gets a new one, and at close.
+ * Threads are created with the asynchronous signals blocked, so SIGTERM and
+ * SIGINT reach the application's own threads (seed 004: the drain runs
+ * there); faults stay deliverable.
+ */
+#include <pthread.h>
+#include <signal.h>
+
+#include "internal.h"
+
+static void worker_sigmask(sigset_t *set)
+{
+	sigfillset(set);
+	sigdelset(set, SIGSEGV);
+	sigdelset(set, SIGBUS);
+	sigdelset(set, SIGFPE);
+	sigdelset(set, SIGILL);
+	sigdelset(set, SIGABRT);
+	sigdelset(set, SIGTRAP);
+}
+
+int blq__thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t set, old;
+	int e;
+
+	worker_sigmask(&set);
+	pthread_sigmask(SIG_SETMASK, &set, &old);
+	e = pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return e;
+}
+
+/* Caller holds pool_mu. Starts a thread in an idle slot. */
+int blq__pool_start(blq *q, blq__worker *w)
+{
+	int e;
+
+	if (q->pool_closed || atomic_load_explicit(&w->state, memory_order_acquire) != BLQ__W_IDLE)
+		return BLQ_EINVAL;
+	if (w->joinable) {
+		/* The slot's previous thread has ended (state IDLE): reap it. */
+		pthread_join(w->thread, NULL);
+		w->joinable = false;
+	}
+	atomic_store_explicit(&w->cmd, BLQ__CMD_RUN, memory_order_release);
+	atomic_store_explicit(&w->wait_since, 0, memory_order_relaxed);
+	atomic_store_explicit(&w->task.cancelled, 0, memory_order_relaxed);
+	/* The slot counts as active from now, so the balancer and the
+	 * enqueue-side hint do not start it twice. */
+	atomic_store_explicit(&w->state, BLQ__W_ACTIVE, memory_order_release);
+	atomic_fetch_add_explicit(&q->n_active, 1, memory_order_acq_rel);
+	pthread_mutex_lock(&q->mu);
+	q->alive++;
+	pthread_mutex_unlock(&q->mu);
+
+	e = blq__thread_create(&w->thread, blq__worker_main, w);
+	if (e != 0) {
+		atomic_store_explicit(&w->state, BLQ__W_IDLE, memory_order_release);
+		atomic_fetch_sub_explicit(&q->n_active, 1, memory_order_acq_rel);
+		pthread_mutex_lock(&q->mu);
+		q->alive--;
+		pthread_cond_broadcast(&q->cond);
+		pthread_mutex_unlock(&q->mu);
+		blq__log(q, BLQ_LOG_ERROR, "queue %s: cannot start worker %u (error %d)", q->name,
+			 w->index, e);
+		return BLQ_ETHREAD;
+	}
+	w->joinable = true;
+	atomic_fetch_add_explicit(&q->started_threads, 1, memory_order_relaxed);
+	return 0;
+}
+
+void blq__pool_wake(blq *q, blq__worker *w)
+{
+	atomic_store_explicit(&w->cmd, BLQ__CMD_RUN, memory_order_release);
+	blq__ec_notify(&w->park, 0);
+	atomic_fetch_add_explicit(&q->woken, 1, memory_order_relaxed);
+}
+
+void blq__pool_sleep(blq *q, blq__worker *w)
+{
+	atomic_store_explicit(&w->cmd, BLQ__CMD_SLEEP, memory_order_release);
+	/* It may be blocked on the empty queue: make it look at its command. */
+	blq__ec_notify(&q->items_ec, 0);
+	atomic_fetch_add_explicit(&q->slept, 1, memory_order_relaxed);
+}
+
+void blq__pool_stop(blq *q, blq__worker *w)
+{
+	atomic_store_explicit(&w->cmd, BLQ__CMD_STOP, memory_order_release);
+	blq__ec_notify(&w->park, 0);
+	blq__ec_notify(&q->items_ec, 0);
+	atomic_fetch_add_explicit(&q->stopped_threads, 1, memory_order_relaxed);
+}
+
+void blq__pool_join_all(blq *q)
+{
+	pthread_mutex_lock(&q->pool_mu);
+	q->pool_closed = true;
+	for (unsigned i = 0; i < q->nworkers; i++) {
+		blq__worker *w = &q->workers[i];
+
+		if (w->joinable) {
+			pthread_join(w->thread, NULL);
+			w->joinable = false;
+		}
+	}
+	pthread_mutex_unlock(&q->pool_mu);
+}
+
+void blq__pool_counts(const blq *q, unsigned *active, unsigned *asleep, unsigned *idle)
+{
+	unsigned a = 0, s = 0;
+
+	for (unsigned i = 0; i < q->nworkers; i++) {
+		int st = atomic_load_explicit(&q->workers[i].state, memory_order_relaxed);
+
+		a += st == BLQ__W_ACTIVE;
+		s += st == BLQ__W_ASLEEP;
+	}
+	*active = a;
+	*asleep = s;
+	*idle = q->nworkers - a - s;
+}
