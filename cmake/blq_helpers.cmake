@@ -46,4 +46,18 @@ function(blq_test)
     add_test(NAME ${T_NAME} COMMAND ${T_NAME} ${T_ARGS})
   endif()
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT})
+  blq_sanitizer_env(${T_NAME})
+endfunction()
+
+# Sanitizer runtime options for a registered test: any report fails it.
+function(blq_sanitizer_env test)
+  if(BLQ_SANITIZE STREQUAL "address")
+    set_property(TEST ${test} APPEND PROPERTY ENVIRONMENT
+      "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1"
+      "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1"
+      "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/lsan.supp")
+  elseif(BLQ_SANITIZE STREQUAL "thread")
+    set_property(TEST ${test} APPEND PROPERTY ENVIRONMENT
+      "TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1")
+  endif()
 endfunction()

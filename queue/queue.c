@@ -196,11 +196,14 @@ blq *blq_new(const blq_config *cfg, blq_error *err)
 		destroy(q, true);
 		return NULL;
 	}
+	pthread_mutex_lock(&q->pool_mu); /* the heartbeat may be calibrating */
+	blq__bounds b = q->bounds;
+	pthread_mutex_unlock(&q->pool_mu);
 	const blq_metrics_writer *m = q->cfg.metrics;
 	if (m != NULL && m->worker_setup != NULL)
-		m->worker_setup(m->ctx, q->name, q->bounds.min, 0, q->nworkers - q->bounds.min);
+		m->worker_setup(m->ctx, q->name, b.min, 0, q->nworkers - b.min);
 	blq__log(q, BLQ_LOG_INFO, "queue %s: started, capacity %zu, workers %u..%u%s", q->name,
-		 q->cfg.capacity, q->bounds.min, q->bounds.max, q->balanced ? " (balanced)" : "");
+		 q->cfg.capacity, b.min, b.max, q->balanced ? " (balanced)" : "");
 	return q;
 }
 

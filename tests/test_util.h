@@ -108,6 +108,13 @@ static inline void tu_gate_open(tu_gate *g)
 	pthread_mutex_unlock(&g->mu);
 }
 
+static inline void tu_gate_close(tu_gate *g)
+{
+	pthread_mutex_lock(&g->mu);
+	g->open = false;
+	pthread_mutex_unlock(&g->mu);
+}
+
 static inline void tu_gate_destroy(tu_gate *g)
 {
 	pthread_cond_destroy(&g->cond);

@@ -1,0 +1,421 @@
+/*
+ * Balancing, with a fake clock and calibrations driven by the test (the
+ * heartbeat is set to an hour, so only blq__calibrate and the enqueue-side
+ * hints move workers): wake-up steps, sleep in chunks, the sleep interval,
+ * throttling, workers_min 0, schedule switches, pause/resume/wait_idle.
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+
+#include "test_util.h"
+
+/* Internal: one heartbeat's work, run on the calling thread. */
+void blq__calibrate(blq *q);
+
+static _Atomic uint64_t mono_ns = 1000000000ull;
+static _Atomic uint64_t wall_ns;
+
+static uint64_t fake_mono(void *ctx)
+{
+	(void)ctx;
+	return atomic_load(&mono_ns);
+}
+
+static uint64_t fake_wall(void *ctx)
+{
+	(void)ctx;
+	return atomic_load(&wall_ns);
+}
+
+static void advance(uint64_t ns)
+{
+	atomic_fetch_add(&mono_ns, ns);
+	atomic_fetch_add(&wall_ns, ns);
+}
+
+static tu_gate gate;
+
+static int gated(void *ctx, void *payload, blq_task *t)
+{
+	(void)ctx, (void)t;
+	tu_gate_pass(&gate);
+	tu_item_free(payload);
+	return 0;
+}
+
+static void setup(void)
+{
+	setenv("TZ", "UTC", 1);
+	tzset();
+	tu_gate_init(&gate);
+}
+
+TestSuite(balancer, .init = setup, .timeout = 20);
+
+static blq_config balanced_cfg(size_t cap, unsigned min, unsigned max)
+{
+	blq_config c = {0};
+
+	c.name = "bal";
+	c.capacity = cap;
+	c.workers_min = min;
+	c.workers_max = max;
+	c.worker = gated;
+	c.item_free = tu_item_free;
+	c.heartbeat_interval_ns = 3600ull * 1000000000u; /* the test calibrates */
+	c.clock.now_ns = fake_mono;
+	c.clock.wall_ns = fake_wall;
+	return c;
+}
+
+static blq *must_new(const blq_config *c)
+{
+	blq_error err;
+	blq *q = blq_new(c, &err);
+
+	cr_assert_not_null(q, "blq_new: %s", err.msg);
+	return q;
+}
+
+static struct blq_stats stats(blq *q)
+{
+	struct blq_stats s;
+
+	blq_stats(q, &s);
+	return s;
+}
+
+/* Waits until the threads report what the balancer asked. */
+#define EXPECT_WORKERS(q, active, asleep)                                                          \
+	do {                                                                                       \
+		bool ok_ = TU_WAIT_FOR(stats(q).workers_active == (active) &&                      \
+					       stats(q).workers_asleep == (asleep),                \
+				       3000);                                                      \
+		struct blq_stats s_ = stats(q);                                                    \
+		cr_assert(ok_, "want %u active %u asleep, have %u active %u asleep %u idle",       \
+			  (unsigned)(active), (unsigned)(asleep), s_.workers_active,               \
+			  s_.workers_asleep, s_.workers_idle);                                     \
+	} while (0)
+
+static void fill(blq *q, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		cr_assert_eq(blq_try_enqueue(q, tu_item_new(i)), 0);
+}
+
+Test(balancer, wakes_in_doubling_steps_as_the_rate_rises)
+{
+	blq_config c = balanced_cfg(100, 1, 8);
+	blq *q = must_new(&c);
+
+	EXPECT_WORKERS(q, 1, 0);
+	fill(q, 60); /* rate 0.59 after the worker took one: below 0.75 */
+	cr_assert(TU_WAIT_FOR(atomic_load(&gate.waiting) == 1, 2000));
+	blq__calibrate(q);
+	EXPECT_WORKERS(q, 1, 0);
+	fill(q, 31); /* now 90 queued: 0.90 */
+	blq__calibrate(q);
+	EXPECT_WORKERS(q, 2, 0);
+	blq__calibrate(q);
+	EXPECT_WORKERS(q, 4, 0);
+	blq__calibrate(q);
+	EXPECT_WORKERS(q, 8, 0);
+	blq__calibrate(q);
+	EXPECT_WORKERS(q, 8, 0); /* the max */
+	cr_expect_eq(stats(q).threads_started, 8);
+	tu_gate_open(&gate);
+	cr_assert_eq(blq_close(q), 0);
+	struct blq_stats s = stats(q);
+	cr_expect_eq(s.processed, 91);
+	cr_expect(tu_balanced(&s));
+	blq_free(q);
+}
+
+Test(balancer, enqueue_side_hint_grows_the_pool_without_a_heartbeat)
+{
+	blq_config c = balanced_cfg(1000, 1, 8);
+	blq *q = must_new(&c);
+
+	/* 900 items from one thread: the 64-item samples see the rate cross
+	 * 0.75 and double the pool each time, no calibration call needed. */
+	fill(q, 900);
+	EXPECT_WORKERS(q, 8, 0);
+	tu_gate_open(&gate);
+	blq_close(q);
+	cr_expect_eq(stats(q).processed, 900);
+	blq_free(q);
+}
+
+Test(balancer, throttled_while_full_and_recovers)
+{
+	blq_config c = balanced_cfg(10, 1, 2);
+	blq *q = must_new(&c);
+
+	fill(q, 1);
+	cr_assert(TU_WAIT_FOR(atomic_load(&gate.waiting) >= 1, 2000));
+	/* Fill the ring completely (the workers hold one item each). */
+	while (blq_size(q) < 10) {
+		tu_item *it = tu_item_new(99);
+		if (blq_try_enqueue(q, it) != 0)
+			tu_item_free(it);
+	}
+	blq__calibrate(q);
+	cr_expect(stats(q).throttled);
+	tu_gate_open(&gate);
+	cr_assert_eq(blq_wait_idle(q, 2000000000ull), 0);
+	blq__calibrate(q);
+	cr_expect_not(stats(q).throttled);
+	blq_free(q);
+}
+
+/* Brings a min..8 queue to 8 active workers and lets them go idle. */
+static blq *eight_idle_workers(unsigned min)
+{
+	blq_config c = balanced_cfg(100, min, 8);
+	blq *q = must_new(&c);
+
+	fill(q, 95);
+	for (int i = 0; i < 4; i++)
+		blq__calibrate(q);
+	EXPECT_WORKERS(q, 8, 0);
+	tu_gate_open(&gate);
+	cr_assert_eq(blq_wait_idle(q, 2000000000ull), 0);
+	/* Let every worker block on the empty queue before time moves. */
+	tu_sleep_us(20000);
+	return q;
+}
+
+Test(balancer, sleeps_in_chunks_never_below_min_then_stops_after_sleep_interval)
+{
+	blq *q = eight_idle_workers(1);
+
+	advance(1000000000ull);
+	blq__calibrate(q);
+	EXPECT_WORKERS(q, 4, 4); /* at most half per beat */
+	advance(1000000000ull);
+	blq__calibrate(q);
+	EXPECT_WORKERS(q, 2, 6);
+	advance(1000000000ull);
+	blq__calibrate(q);
+	EXPECT_WORKERS(q, 1, 7);
+	advance(1000000000ull);
+	blq__calibrate(q);
+	EXPECT_WORKERS(q, 1, 7); /* never below workers_min */
+	cr_expect_eq(stats(q).workers_slept, 7);
+
+	/* Asleep for 5 s (the default sleep_interval): their threads end. */
+	advance(5000000000ull);
+	blq__calibrate(q);
+	cr_assert(TU_WAIT_FOR(stats(q).workers_idle == 7, 3000));
+	cr_expect_eq(stats(q).threads_stopped, 7);
+	EXPECT_WORKERS(q, 1, 0);
+
+	/* The pool still works and grows again from its stopped slots. */
+	tu_gate_close(&gate);
+	fill(q, 90);
+	blq__calibrate(q);
+	EXPECT_WORKERS(q, 2, 0);
+	tu_gate_open(&gate);
+	blq_close(q);
+	cr_expect_eq(stats(q).processed, 95 + 90);
+	blq_free(q);
+}
+
+Test(balancer, a_woken_worker_comes_back_from_sleep)
+{
+	blq *q = eight_idle_workers(1);
+
+	advance(1000000000ull);
+	blq__calibrate(q);
+	EXPECT_WORKERS(q, 4, 4);
+	tu_gate_close(&gate); /* park the workers again */
+	fill(q, 90);
+	blq__calibrate(q);
+	EXPECT_WORKERS(q, 8, 0); /* 4 asleep woken, not new threads */
+	cr_expect_eq(stats(q).workers_woken, 4);
+	cr_expect_eq(stats(q).threads_started, 8);
+	tu_gate_open(&gate);
+	blq_close(q);
+	blq_free(q);
+}
+
+Test(balancer, workers_min_zero_scales_to_no_thread_and_back)
+{
+	blq_config c = balanced_cfg(100, 0, 2);
+	blq *q = must_new(&c);
+
+	EXPECT_WORKERS(q, 0, 0);
+	tu_gate_open(&gate);
+	fill(q, 1); /* no active worker: the enqueue starts one */
+	cr_assert_eq(blq_wait_idle(q, 2000000000ull), 0);
+	cr_expect_eq(stats(q).processed, 1);
+	tu_sleep_us(20000);
+	advance(1000000000ull);
+	blq__calibrate(q);
+	EXPECT_WORKERS(q, 0, 1);
+	advance(6000000000ull);
+	blq__calibrate(q);
+	cr_assert(TU_WAIT_FOR(stats(q).workers_idle == 2, 3000));
+	fill(q, 3);
+	cr_assert_eq(blq_wait_idle(q, 2000000000ull), 0);
+	cr_expect_eq(stats(q).processed, 4);
+	blq_close(q);
+	struct blq_stats s = stats(q);
+	cr_expect(tu_balanced(&s));
+	blq_free(q);
+}
+
+Test(balancer, graceful_close_drains_with_asleep_workers)
+{
+	blq *q = eight_idle_workers(0);
+
+	for (int i = 0; i < 4; i++) {
+		advance(1000000000ull);
+		blq__calibrate(q);
+	}
+	EXPECT_WORKERS(q, 0, 8);
+	blq_pause(q); /* keep items queued while nobody is active */
+	fill(q, 50);
+	cr_assert_eq(blq_close(q), 0);
+	struct blq_stats s = stats(q);
+	cr_expect_eq(s.processed, 95 + 50);
+	cr_expect(tu_balanced(&s));
+	blq_free(q);
+}
+
+Test(balancer, force_close_stops_asleep_workers)
+{
+	blq *q = eight_idle_workers(1);
+
+	advance(1000000000ull);
+	blq__calibrate(q);
+	EXPECT_WORKERS(q, 4, 4);
+	uint64_t t0 = tu_now_ns();
+	cr_assert_eq(blq_force_close(q), 0);
+	cr_expect(tu_now_ns() - t0 < 1000000000ull);
+	struct blq_stats s = stats(q);
+	cr_expect_eq(s.workers_active + s.workers_asleep, 0);
+	blq_free(q);
+}
+
+Test(balancer, pause_resume_and_wait_idle)
+{
+	blq_config c = balanced_cfg(100, 2, 2);
+	blq *q = must_new(&c);
+
+	tu_gate_open(&gate);
+	cr_assert_eq(blq_pause(q), 0);
+	fill(q, 10);
+	cr_expect_eq(blq_wait_idle(q, 30000000ull), BLQ_ETIMEDOUT);
+	cr_expect_eq(blq_size(q), 10);
+	cr_expect(stats(q).paused);
+	cr_assert_eq(blq_resume(q), 0);
+	cr_expect_eq(blq_wait_idle(q, 2000000000ull), 0);
+	cr_expect_eq(stats(q).processed, 10);
+	cr_expect_eq(blq_wait_idle(q, 0), 0, "already idle");
+	blq_close(q);
+	cr_expect_eq(blq_pause(q), BLQ_ECLOSED);
+	cr_expect_eq(blq_pause(NULL), BLQ_EINVAL);
+	cr_expect_eq(blq_wait_idle(NULL, 0), BLQ_EINVAL);
+	blq_free(q);
+}
+
+static blq_schedule *day_schedule(void)
+{
+	blq_schedule *s = blq_schedule_new();
+	blq_schedule_params night = {.workers_min = 1, .workers_max = 2};
+	blq_schedule_params day = {.workers_min = 4, .workers_max = 6};
+	blq_error err;
+
+	cr_assert_eq(blq_schedule_add(s, "00:00-12:00", &night, &err), 0, "%s", err.msg);
+	cr_assert_eq(blq_schedule_add(s, "12:00-*", &day, &err), 0, "%s", err.msg);
+	return s;
+}
+
+Test(balancer, a_schedule_switch_changes_the_live_worker_counts)
+{
+	blq_schedule *sched = day_schedule();
+	blq_config c = balanced_cfg(100, 1, 1);
+	c.schedule = sched;
+	/* 2026-11-22 11:59:59 UTC */
+	atomic_store(&wall_ns, (1795348799ull) * 1000000000ull);
+	blq *q = must_new(&c);
+	blq_schedule_free(sched); /* the queue keeps a copy */
+
+	EXPECT_WORKERS(q, 1, 0);
+	advance(2000000000ull); /* 12:00:01: the day range */
+	blq__calibrate(q);
+	EXPECT_WORKERS(q, 4, 0);
+	atomic_fetch_sub(&wall_ns, 3600ull * 1000000000u); /* 11:00:01: night */
+	blq__calibrate(q);
+	cr_assert(TU_WAIT_FOR(stats(q).workers_active <= 2, 3000));
+	cr_expect_eq(stats(q).workers_active, 2);
+	tu_gate_open(&gate);
+	blq_close(q);
+	blq_free(q);
+}
+
+Test(balancer, relative_schedule_follows_the_queue_clock)
+{
+	blq_schedule *s = blq_schedule_new();
+	blq_schedule_params later = {.workers_min = 3, .workers_max = 3};
+	blq_error err;
+
+	cr_assert_eq(blq_schedule_add_relative(s, "10s-20s", &later, &err), 0, "%s", err.msg);
+	blq_config c = balanced_cfg(100, 1, 1);
+	c.schedule = s;
+	blq *q = must_new(&c);
+	blq_schedule_free(s);
+
+	EXPECT_WORKERS(q, 1, 0);
+	advance(10000000000ull);
+	blq__calibrate(q);
+	EXPECT_WORKERS(q, 3, 0);
+	advance(10000000000ull);
+	blq__calibrate(q);
+	cr_assert(TU_WAIT_FOR(stats(q).workers_active == 1, 3000));
+	blq_close(q);
+	blq_free(q);
+}
+
+/* Steady load, real time, short heartbeat: the pool settles and does not
+ * flap between asleep and active. */
+static int steady_worker(void *ctx, void *payload, blq_task *t)
+{
+	(void)ctx, (void)t;
+	tu_sleep_us(200);
+	tu_item_free(payload);
+	return 0;
+}
+
+Test(balancer, steady_load_does_not_flap, .timeout = 30)
+{
+	blq_config c = {.name = "steady", .capacity = 1000, .workers_min = 1, .workers_max = 8,
+			.worker = steady_worker, .item_free = tu_item_free,
+			.heartbeat_interval_ns = 20000000ull};
+	blq *q = must_new(&c);
+	uint64_t start = tu_now_ns(), mark_woken = 0, mark_slept = 0;
+	bool marked = false;
+
+	/* One item every 100 us for 1.2 s: needs ~2-3 workers of 200 us. */
+	for (uint64_t i = 0; tu_now_ns() - start < 1200000000ull; i++) {
+		while (tu_now_ns() < start + i * 100000ull)
+			;
+		cr_assert_eq(blq_enqueue(q, tu_item_new(i)), 0);
+		if (!marked && tu_now_ns() - start > 400000000ull) {
+			struct blq_stats s = stats(q);
+			mark_woken = s.workers_woken + s.threads_started;
+			mark_slept = s.workers_slept;
+			marked = true;
+		}
+	}
+	struct blq_stats s = stats(q);
+	uint64_t transitions = s.workers_woken + s.threads_started - mark_woken +
+			       s.workers_slept - mark_slept;
+	/* 40 heartbeats in the steady phase: a flapping pool changes at
+	 * nearly every one. */
+	cr_expect(transitions <= 6, "%lu transitions in 0.8 s of steady load (active %u)",
+		  transitions, s.workers_active);
+	blq_close(q);
+	blq_free(q);
+}
