@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <blq/blq.h>
@@ -99,6 +100,21 @@ static void tiny_task(void *payload)
 {
 	(void)payload;
 	spin(spin_iters);
+}
+
+/* W4: a slow task, 100 us asleep. */
+static void sleep_task(void *payload)
+{
+	struct timespec ts = {0, 100000};
+
+	(void)payload;
+	nanosleep(&ts, NULL);
+}
+
+static int idle_worker(void *ctx, void *payload, blq_task *t)
+{
+	(void)ctx, (void)payload, (void)t;
+	return 0;
 }
 
 /* W3: stamp at push, measure at start. */
@@ -190,13 +206,17 @@ static void percentiles(size_t n, double out[4])
 		out[i] = (double)latencies[(size_t)(q[i] * (double)(n - 1))] / 1000.0;
 }
 
-static void print_line(const char *wl, int sys, result *r, double blq_ns, bool latency)
+/* What a workload line carries beyond the common keys. */
+enum { EXTRA_NONE = 0, EXTRA_LATENCY = 1, EXTRA_WALL = 2 };
+
+static void print_line(const char *wl, int sys, result *r, double blq_ns, int extra,
+		       double items, const char *more)
 {
 	double ns = median(r->ns, r->n);
 
 	printf("BENCH %s %s ns_per_item=%.1f items_per_s=%.0f allocs_per_item=%.6g", wl,
 	       sys_names[sys], ns, 1e9 / ns, median(r->allocs, r->n));
-	if (latency) {
+	if (extra & EXTRA_LATENCY) {
 		double p[4][64];
 
 		for (unsigned k = 0; k < r->n; k++)
@@ -205,38 +225,88 @@ static void print_line(const char *wl, int sys, result *r, double blq_ns, bool l
 		printf(" p50_us=%.1f p90_us=%.1f p99_us=%.1f p999_us=%.1f", median(p[0], r->n),
 		       median(p[1], r->n), median(p[2], r->n), median(p[3], r->n));
 	}
+	if (extra & EXTRA_WALL)
+		printf(" wall_s=%.3f", ns * items / 1e9);
 	if (sys != SYS_BLQ)
 		printf(" blq_ratio=%.3f", blq_ns / ns);
+	else if (more != NULL)
+		printf(" %s", more);
 	printf(" rounds=%u\n", r->n);
 	fflush(stdout);
 }
 
-/* Runs one workload over the chosen systems, round-robin, and prints a line
- * per system. */
-static int workload(const char *name, bench_shape *s, const blq_config *base, bool compare,
-		    unsigned rounds, bool latency)
+/* Runs one workload over the systems in `mask`, round-robin, and prints a
+ * line per system. Returns blq's median ns/item, or -1. */
+static double workload(const char *name, bench_shape *s, const bench_shape *other_shape,
+		       const blq_config *base, unsigned mask, unsigned rounds, int extra,
+		       const char *more)
 {
 	result res[SYS_COUNT];
-	int nsys = compare ? SYS_COUNT : 1;
 
 	memset(res, 0, sizeof(res));
 	for (unsigned round = 0; round < rounds; round++) {
-		for (int sys = 0; sys < nsys; sys++) {
+		for (int sys = 0; sys < SYS_COUNT; sys++) {
 			result *r = &res[sys];
+			const bench_shape *shape = sys == SYS_BLQ ? s : other_shape;
 
-			if (run_one(sys, s, base, &r->ns[r->n], &r->allocs[r->n]) != 0) {
+			if (!(mask & (1u << sys)))
+				continue;
+			if (run_one(sys, shape, base, &r->ns[r->n], &r->allocs[r->n]) != 0) {
 				fprintf(stderr, "blq-bench: %s on %s failed to start\n", name,
 					sys_names[sys]);
 				return -1;
 			}
-			if (latency)
+			if (extra & EXTRA_LATENCY)
 				percentiles(s->items, r->p[r->n]);
 			r->n++;
 		}
 	}
 	double blq_ns = median(res[SYS_BLQ].ns, res[SYS_BLQ].n);
-	for (int sys = 0; sys < nsys; sys++)
-		print_line(name, sys, &res[sys], blq_ns, latency);
+	for (int sys = 0; sys < SYS_COUNT; sys++)
+		if (mask & (1u << sys))
+			print_line(name, sys, &res[sys], blq_ns, extra, (double)s->items, more);
+	return blq_ns;
+}
+
+/* IDLE-BALANCED: CPU used by a balanced queue that has nothing to do, over
+ * 5 s, after a burst woke its workers (getrusage, whole process). */
+static int idle_balanced(void)
+{
+	blq_config c = {.name = "idle", .capacity = 1024, .workers_min = 1, .workers_max = 8,
+			.worker = NULL};
+	bench_shape s = {.producers = 1, .workers = 8, .items = 100000, .capacity = 1024,
+			 .task = tiny_task};
+	uint64_t allocs;
+
+	/* A burst first, so the pool has grown before it idles. */
+	if (bench_run_blq(&s, &c, &allocs) < 0)
+		return -1;
+	struct rusage r0, r1;
+	blq_error err;
+	c.worker = idle_worker;
+	blq *q = blq_new(&c, &err);
+	if (q == NULL) {
+		fprintf(stderr, "blq-bench: IDLE-BALANCED: %s\n", err.msg);
+		return -1;
+	}
+	for (int i = 0; i < 5000; i++)
+		blq_enqueue(q, NULL);
+	blq_wait_idle(q, UINT64_MAX);
+	getrusage(RUSAGE_SELF, &r0);
+	uint64_t t0 = bench_now_ns();
+	struct timespec five = {5, 0};
+	nanosleep(&five, NULL);
+	getrusage(RUSAGE_SELF, &r1);
+	double wall = (double)(bench_now_ns() - t0) / 1e9;
+	double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) +
+		     (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) / 1e6 +
+		     (double)(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
+		     (double)(r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) / 1e6;
+	struct blq_stats st;
+	blq_stats(q, &st);
+	printf("BENCH IDLE-BALANCED blq cpu_pct=%.3f wall_s=%.2f workers_active=%u workers_asleep=%u\n",
+	       100.0 * cpu / wall, wall, st.workers_active, st.workers_asleep);
+	blq_free(q);
 	return 0;
 }
 
@@ -245,23 +315,28 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: blq-bench [--compare] [--rounds N] [--items N] [WORKLOAD...]\n"
 		"\n"
-		"Workloads (default: all):\n"
+		"Workloads (default: W1 W2 W3 W4 IDLE-BALANCED):\n"
 		"  W1   tiny tasks: 2 producers, 2,000,000 items, capacity 1024,\n"
 		"       2 fixed workers, ~50 ns task body\n"
+		"  W2   as W1 with a balanced pool, workers_min 1, workers_max 8\n"
+		"       (--compare: GLib with max_threads 8); prints w1_ratio when W1 ran\n"
 		"  W3   latency: 1 producer paced at one item per 5 us, 200,000 items,\n"
 		"       2 workers; enqueue-to-start p50/p90/p99/p99.9\n"
+		"  W4   slow tasks: 20,000 items that each sleep 100 us, balanced 1..8,\n"
+		"       default 1 s heartbeat (--compare: a fixed pool of 8 GLib threads)\n"
+		"  IDLE-BALANCED  CPU of an idle balanced queue over 5 s (getrusage)\n"
 		"\n"
 		"Options:\n"
-		"  --compare   also run GLib GThreadPool, a mutex+condvar pool and a raw\n"
-		"              ck_ring handoff, round-robin with blq, and print blq_ratio\n"
-		"              (blq ns/item divided by the other system's)\n"
+		"  --compare   also run the other systems round-robin with blq and print\n"
+		"              blq_ratio (blq ns/item divided by the other system's):\n"
+		"              W1, W3: GLib GThreadPool, a mutex+condvar pool, a raw ck_ring\n"
 		"  --rounds N  rounds per system; lines give the median (default 5)\n"
-		"  --items N   override the item count of every workload\n"
+		"  --items N   override the item count of W1, W2 and W3\n"
 		"  --help      this text\n"
 		"\n"
 		"Output: BENCH <workload> <system> ns_per_item=.. items_per_s=..\n"
 		"        allocs_per_item=.. [p50_us=.. p90_us=.. p99_us=.. p999_us=..]\n"
-		"        [blq_ratio=..] rounds=..\n");
+		"        [wall_s=..] [blq_ratio=..|w1_ratio=..] rounds=..\n");
 }
 
 int main(int argc, char **argv)
@@ -273,7 +348,9 @@ int main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	bool compare = false;
+	static const char *const names[] = {"W1", "W2", "W3", "W4", "IDLE-BALANCED"};
+	enum { W1, W2, W3, W4, IDLE, NWL };
+	bool compare = false, want[NWL] = {false};
 	unsigned rounds = 5;
 	size_t items = 0;
 	int c;
@@ -309,30 +386,61 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	bool want_w1 = optind == argc, want_w3 = optind == argc;
 	for (int i = optind; i < argc; i++) {
-		if (strcmp(argv[i], "W1") == 0)
-			want_w1 = true;
-		else if (strcmp(argv[i], "W3") == 0)
-			want_w3 = true;
-		else {
+		int k = -1;
+
+		for (int j = 0; j < NWL; j++)
+			if (strcmp(argv[i], names[j]) == 0)
+				k = j;
+		if (k < 0) {
 			fprintf(stderr, "blq-bench: unknown workload '%s' (see --help)\n", argv[i]);
 			return 2;
 		}
+		want[k] = true;
 	}
+	if (optind == argc)
+		for (int j = 0; j < NWL; j++)
+			want[j] = true;
 
 	calibrate();
 	printf("# blq-bench: task body %u spin iterations (~50 ns), %u rounds%s\n", spin_iters,
 	       rounds, compare ? ", compare" : "");
-	blq_config base = {.name = "bench"};
+	const unsigned all = (1u << SYS_COUNT) - 1, blq_only = 1u << SYS_BLQ,
+		       blq_glib = blq_only | (1u << SYS_GLIB);
+	blq_config fixed = {.name = "bench"};
+	blq_config balanced = {.name = "bench", .workers_min = 1, .workers_max = 8};
+	double w1 = -1;
 
-	if (want_w1) {
+	if (want[W1]) {
 		bench_shape s = {.producers = 2, .workers = 2, .items = items ? items : 2000000,
 				 .capacity = 1024, .task = tiny_task};
-		if (workload("W1", &s, &base, compare, rounds, false) != 0)
+		if ((w1 = workload("W1", &s, &s, &fixed, compare ? all : blq_only, rounds,
+				   EXTRA_NONE, NULL)) < 0)
 			return 1;
 	}
-	if (want_w3) {
+	if (want[W2]) {
+		bench_shape s = {.producers = 2, .workers = 2, .items = items ? items : 2000000,
+				 .capacity = 1024, .task = tiny_task};
+		bench_shape g = s;
+		g.workers = 8; /* GLib: max_threads 8 */
+		/* The ratio to W1 needs W1 in the same run: measure it here too
+		 * when it was not asked for. */
+		if (w1 < 0) {
+			uint64_t a;
+			double t[64];
+			for (unsigned r = 0; r < rounds; r++)
+				t[r] = (double)bench_run_blq(&s, &fixed, &a) / (double)s.items;
+			w1 = median(t, rounds);
+		}
+		char more[64];
+		snprintf(more, sizeof(more), "w1_ns_per_item=%.1f", w1);
+		double w2 = workload("W2", &s, &g, &balanced, compare ? blq_glib : blq_only, rounds,
+				     EXTRA_NONE, more);
+		if (w2 < 0)
+			return 1;
+		printf("BENCH W2-VS-W1 blq ns_per_item=%.1f w1_ratio=%.3f\n", w2, w2 / w1);
+	}
+	if (want[W3]) {
 		bench_shape s = {.producers = 1, .workers = 2, .items = items ? items : 200000,
 				 .capacity = 1024, .pace_ns = 5000, .task = latency_task,
 				 .on_push = stamp_push};
@@ -340,10 +448,21 @@ int main(int argc, char **argv)
 		latencies = calloc(s.items, sizeof(uint64_t));
 		if (stamps == NULL || latencies == NULL)
 			return 1;
-		if (workload("W3", &s, &base, compare, rounds, true) != 0)
+		if (workload("W3", &s, &s, &fixed, compare ? all : blq_only, rounds, EXTRA_LATENCY,
+			     NULL) < 0)
 			return 1;
 		free(stamps);
 		free(latencies);
 	}
+	if (want[W4]) {
+		bench_shape s = {.producers = 1, .workers = 8, .items = 20000, .capacity = 1024,
+				 .task = sleep_task};
+		/* W4 is slow (~0.5 s a run): at most 3 rounds. */
+		if (workload("W4", &s, &s, &balanced, compare ? blq_glib : blq_only,
+			     rounds < 3 ? rounds : 3, EXTRA_WALL, NULL) < 0)
+			return 1;
+	}
+	if (want[IDLE] && idle_balanced() != 0)
+		return 1;
 	return 0;
 }
