@@ -13,7 +13,7 @@
  * their whole call, set-up included, which over 2,000,000 items adds
  * at most a few millionths per item.
  */
-#define _GNU_SOURCE
+
 #include <errno.h>
 #include <getopt.h>
 #include <stdatomic.h>
@@ -276,10 +276,10 @@ static int idle_balanced(void)
 			.worker = NULL};
 	bench_shape s = {.producers = 1, .workers = 8, .items = 100000, .capacity = 1024,
 			 .task = tiny_task};
-	uint64_t allocs;
+	uint64_t burst_allocs;
 
 	/* A burst first, so the pool has grown before it idles. */
-	if (bench_run_blq(&s, &c, &allocs) < 0)
+	if (bench_run_blq(&s, &c, &burst_allocs) < 0)
 		return -1;
 	struct rusage r0, r1;
 	blq_error err;

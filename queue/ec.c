@@ -23,6 +23,7 @@ void blq__ec_wait(blq__ec *ec, uint32_t snapshot, uint64_t abs_ns)
 	syscall(SYS_futex, &ec->seq, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, snapshot, tsp, NULL,
 		FUTEX_BITSET_MATCH_ANY);
 	atomic_fetch_sub_explicit(&ec->waiters, 1, memory_order_relaxed);
+	blq__ec_ack(ec);
 }
 
 void blq__ec_wake_slow(blq__ec *ec, int n)

@@ -51,7 +51,7 @@ static void after_take(blq *q)
 	/* StoreLoad: the slot we freed (a release store) must be visible
 	 * before we read the producers' waiters count (ec.h). */
 	if (blq__ec_publish_then_waiters(&q->space_ec) != 0 &&
-	    total_size(q) <= q->cfg.capacity / 2)
+	    total_size(q) <= q->cfg.capacity / 2 && blq__ec_claim(&q->space_ec))
 		blq__ec_wake_slow(&q->space_ec, 0);
 }
 
@@ -187,10 +187,12 @@ static bool next_item(blq *q, blq__worker *w, blq__item *it)
 		if (forced(q))
 			return false;
 		int cmd = atomic_load_explicit(&w->cmd, memory_order_acquire);
-		if (cmd == BLQ__CMD_STOP)
-			return false;
-		if (cmd == BLQ__CMD_SLEEP) {
-			if (!park(q, w))
+		if (cmd != BLQ__CMD_RUN) {
+			/* We may hold the one pending wake-up of items_ec (ec.h):
+			 * pass it on before leaving, or queued items could wait
+			 * for the next push while another worker sleeps. */
+			blq__ec_notify(&q->items_ec, 1);
+			if (cmd == BLQ__CMD_STOP || !park(q, w))
 				return false;
 			continue;
 		}
@@ -247,6 +249,8 @@ void *blq__worker_main(void *arg)
 		run_item(q, w, &it);
 	}
 
+	/* We may hold the pending wake-up of items_ec: pass it on. */
+	blq__ec_notify(&q->items_ec, 1);
 	if (m != NULL && m->worker_stop != NULL)
 		m->worker_stop(m->ctx, q->name, w->index, forced(q));
 	set_state(q, w, BLQ__W_IDLE);

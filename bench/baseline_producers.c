@@ -1,0 +1,69 @@
+#include "baseline_producers.h"
+
+#include <stdlib.h>
+
+struct bench_producer_arg {
+	bench_producers *p;
+	unsigned index;
+};
+
+static void *producer_main(void *arg)
+{
+	struct bench_producer_arg *a = arg;
+	bench_producers *p = a->p;
+	const bench_shape *s = p->shape;
+	size_t per = s->items / s->producers, first = a->index * per;
+
+	pthread_barrier_wait(&p->go);
+	uint64_t start = p->start_ns;
+	for (size_t k = 0; k < per; k++) {
+		void *payload = (void *)(uintptr_t)(first + k + 1);
+
+		if (s->pace_ns != 0)
+			while (bench_now_ns() < start + k * s->pace_ns)
+				;
+		if (s->on_push != NULL)
+			s->on_push(payload);
+		p->push(p->sys, payload);
+	}
+	return NULL;
+}
+
+int bench_producers_start(bench_producers *p, const bench_shape *s,
+			  void (*push)(void *sys, void *payload), void *sys)
+{
+	unsigned n = s->producers;
+
+	p->shape = s;
+	p->push = push;
+	p->sys = sys;
+	p->threads = calloc(n, sizeof(*p->threads));
+	p->args = calloc(n, sizeof(*p->args));
+	if (p->threads == NULL || p->args == NULL) {
+		free(p->threads);
+		free(p->args);
+		return -1;
+	}
+	pthread_barrier_init(&p->go, NULL, n + 1);
+	for (unsigned i = 0; i < n; i++) {
+		p->args[i] = (struct bench_producer_arg){p, i};
+		if (pthread_create(&p->threads[i], NULL, producer_main, &p->args[i]) != 0)
+			abort(); /* a benchmark without its producers means nothing */
+	}
+	return 0;
+}
+
+void bench_producers_go(bench_producers *p)
+{
+	p->start_ns = bench_now_ns();
+	pthread_barrier_wait(&p->go);
+}
+
+void bench_producers_join(bench_producers *p)
+{
+	for (unsigned i = 0; i < p->shape->producers; i++)
+		pthread_join(p->threads[i], NULL);
+	pthread_barrier_destroy(&p->go);
+	free(p->threads);
+	free(p->args);
+}
