@@ -46,7 +46,7 @@ static void begin_close(blq *q, bool force)
 		q->state = BLQ__CLOSING;
 	pthread_mutex_unlock(&q->mu);
 
-	/* seq_cst: pairs with the producers' inflight increment (enqueue.c). */
+	/* seq_cst: pairs with the producers' `entered` increment (enqueue.c). */
 	atomic_store_explicit(&q->closed, 1, memory_order_seq_cst);
 	/* Closing implies resuming: the drain needs the workers. */
 	atomic_store_explicit(&q->paused, 0, memory_order_seq_cst);

@@ -2,16 +2,23 @@
  * The producer side: enqueue, try-enqueue, leaking, and the outcome helpers
  * the workers and the closer share.
  *
- * Fast path: announce the producer in its cell (inflight), check the closed
- * flag, push into a ring, wake a worker only if one sleeps, leave. No lock,
- * no allocation, no system call.
+ * Fast path: count the producer in (`entered`, one locked add on its cell),
+ * check the closed flag, push into a ring, count it out (`left`, a second
+ * locked add, which is also the full barrier the wake-up check needs), and
+ * wake a worker only if one sleeps. No lock, no allocation, no system call.
+ * `in` is entered - refused: counted before the item can reach a worker, so
+ * the outcomes never run ahead of it (blq_wait_idle relies on that).
  *
- * Close safety: a producer increments its cell's inflight counter (seq_cst)
- * before it reads `closed`, and the closer stores `closed` (seq_cst) before
- * it sums the inflight counters. So either the producer sees `closed` and
- * backs off, or the closer sees it in flight and waits for it to leave.
- * Workers use the same sum to decide that no item can arrive any more.
+ * Close safety: a producer increments `entered` (seq_cst) before it reads
+ * `closed`, and the closer stores `closed` (seq_cst) before it sums
+ * entered - left. So either the producer sees `closed` and backs off, or
+ * the closer sees it in flight and waits for it to leave. Workers use the
+ * same sum to decide that no item can arrive any more. The sum reads every
+ * `left` before any `entered`, so it can over-count a producer that just
+ * left (harmless: the reader looks again when woken) but never miss one
+ * that is inside.
  */
+#include <sched.h>
 #include <stdint.h>
 
 #include "internal.h"
@@ -43,6 +50,18 @@ static bool push_any(blq *q, const blq__item *it)
 	return false;
 }
 
+static bool spin_push(blq *q, const blq__item *it)
+{
+	for (unsigned i = 0; i < BLQ__SPIN_ROUNDS; i++) {
+		if (atomic_load_explicit(&q->closed, memory_order_relaxed))
+			return false;
+		sched_yield();
+		if (push_any(q, it))
+			return true;
+	}
+	return false;
+}
+
 bool blq__pop_any(blq *q, unsigned start, blq__item *out)
 {
 	unsigned n = q->nrings;
@@ -57,11 +76,13 @@ bool blq__pop_any(blq *q, unsigned start, blq__item *out)
 
 int64_t blq__inflight(const blq *q)
 {
-	int64_t sum = 0;
+	uint64_t left = 0, entered = 0;
 
 	for (unsigned i = 0; i < q->ncells; i++)
-		sum += atomic_load_explicit(&q->cells[i].inflight, memory_order_seq_cst);
-	return sum;
+		left += atomic_load_explicit(&q->cells[i].left, memory_order_seq_cst);
+	for (unsigned i = 0; i < q->ncells; i++)
+		entered += atomic_load_explicit(&q->cells[i].entered, memory_order_seq_cst);
+	return (int64_t)(entered - left);
 }
 
 void blq__drop(blq *q, void *payload, _Atomic uint64_t *counter)
@@ -88,11 +109,23 @@ void blq__to_dlq(blq *q, blq__cell *c, void *payload, _Atomic uint64_t *leak_cou
 		m->queue_lost(m->ctx, q->name);
 }
 
-static void leave(blq *q, blq__cell *c)
+/* Counts the producer out; then, if it pushed, wakes a worker that sleeps.
+ * The locked add orders the push before the read of the waiters count,
+ * which is the barrier blq__ec_notify would otherwise issue (ec.h). */
+static void leave(blq *q, blq__cell *c, bool pushed)
 {
-	atomic_fetch_sub_explicit(&c->inflight, 1, memory_order_seq_cst);
-	/* After close, the closer and draining workers wait for inflight to
-	 * reach zero: tell them. Only on the rare closing path. */
+	atomic_fetch_add_explicit(&c->left, 1, memory_order_seq_cst);
+	if (pushed) {
+#ifdef BLQ__TSAN
+		blq__ec_notify(&q->items_ec, 1); /* TSan: the RMW form of the barrier */
+#else
+		if (atomic_load_explicit(&q->items_ec.waiters, memory_order_relaxed) != 0 &&
+		    blq__ec_claim(&q->items_ec))
+			blq__ec_wake_slow(&q->items_ec, 1);
+#endif
+	}
+	/* After close, the closer and draining workers wait for the producers
+	 * to leave: tell them. Only on the rare closing path. */
 	if (atomic_load_explicit(&q->closed, memory_order_seq_cst))
 		blq__wake_all(q);
 }
@@ -123,8 +156,9 @@ static void balance_hint(blq *q, uint64_t n)
 }
 
 /* The ring is full and the queue is leaky: make room at the front (moving
- * the oldest items to the DLQ) or leak the new item at the rear. */
-static void leak(blq *q, blq__cell *c, const blq__item *it)
+ * the oldest items to the DLQ) or leak the new item at the rear. True when
+ * the new item went into the ring after all. */
+static bool leak(blq *q, blq__cell *c, const blq__item *it)
 {
 	if (q->cfg.leak_direction == BLQ_LEAK_FRONT) {
 		blq__item old;
@@ -132,13 +166,12 @@ static void leak(blq *q, blq__cell *c, const blq__item *it)
 		for (unsigned a = 0; a < q->cfg.front_leak_attempts; a++) {
 			if (blq__pop_any(q, 0, &old))
 				blq__to_dlq(q, c, old.payload, &c->leaked_front, BLQ_LEAK_FRONT);
-			if (push_any(q, it)) {
-				blq__ec_notify(&q->items_ec, 1);
-				return;
-			}
+			if (push_any(q, it))
+				return true;
 		}
 	}
 	blq__to_dlq(q, c, it->payload, &c->leaked_rear, BLQ_LEAK_REAR);
+	return false;
 }
 
 enum { MODE_BLOCK, MODE_TRY };
@@ -146,10 +179,12 @@ enum { MODE_BLOCK, MODE_TRY };
 static int enqueue_item(blq *q, blq__item *it, int mode)
 {
 	blq__cell *c = blq__producer_cell(q);
+	bool pushed = false;
 	int rc = 0;
 
-	/* seq_cst RMW then seq_cst load: see "Close safety" above. */
-	atomic_fetch_add_explicit(&c->inflight, 1, memory_order_seq_cst);
+	/* seq_cst RMW then seq_cst load: see "Close safety" above. The count
+	 * before us, per cell, paces the balancer's samples. */
+	uint64_t n = atomic_fetch_add_explicit(&c->entered, 1, memory_order_seq_cst);
 	if (atomic_load_explicit(&q->closed, memory_order_seq_cst)) {
 		rc = BLQ_ECLOSED;
 		goto out;
@@ -165,30 +200,33 @@ static int enqueue_item(blq *q, blq__item *it, int mode)
 			it->deadline_ns = it->deadline_ns > UINT64_MAX - now ? UINT64_MAX
 									     : now + it->deadline_ns;
 	}
-	/* Counted before the item can reach a worker, so `in` never trails
-	 * the outcomes (blq_wait_idle relies on it); taken back on refusal. */
-	uint64_t n = atomic_fetch_add_explicit(&c->in, 1, memory_order_relaxed);
 	for (;;) {
 		if (push_any(q, it)) {
-			blq__ec_notify(&q->items_ec, 1);
+			pushed = true;
 			break;
 		}
 		if (q->balanced)
 			blq__scale_up_hint(q); /* full: more hands, now */
 		if (q->leaky) {
-			leak(q, c, it);
+			pushed = leak(q, c, it);
 			break;
 		}
 		if (mode == MODE_TRY) {
 			rc = BLQ_EFULL;
 			break;
 		}
-		/* Slow path: sleep until a worker frees room or the queue
-		 * closes. Re-check both after announcing ourselves. */
+		/* Slow path: a few yielding looks (the workers are draining;
+		 * yielding hands them our CPU), then sleep until a worker frees
+		 * room or the queue closes, re-checking both after announcing
+		 * ourselves. */
+		if (spin_push(q, it)) {
+			pushed = true;
+			break;
+		}
 		uint32_t snap = blq__ec_prepare(&q->space_ec);
 		if (push_any(q, it)) {
 			blq__ec_cancel(&q->space_ec);
-			blq__ec_notify(&q->items_ec, 1);
+			pushed = true;
 			break;
 		}
 		if (atomic_load_explicit(&q->closed, memory_order_seq_cst)) {
@@ -202,15 +240,15 @@ static int enqueue_item(blq *q, blq__item *it, int mode)
 			break;
 		}
 	}
-	if (rc != 0) {
-		atomic_fetch_sub_explicit(&c->in, 1, memory_order_relaxed);
-		goto out;
-	}
-	accepted(q);
-	if (q->balanced)
-		balance_hint(q, n);
 out:
-	leave(q, c);
+	if (rc != 0)
+		atomic_fetch_add_explicit(&c->refused, 1, memory_order_relaxed);
+	leave(q, c, pushed);
+	if (rc == 0) {
+		accepted(q);
+		if (q->balanced)
+			balance_hint(q, n);
+	}
 	return rc;
 }
 

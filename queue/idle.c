@@ -30,15 +30,18 @@ int blq_resume(blq *q)
 	return 0;
 }
 
-/* Idle: the rings are empty and every accepted item reached an outcome.
- * `in` is counted before an item enters a ring (enqueue.c), so an item a
- * worker holds is always in `in` and not yet in an outcome. Reading `in`
- * first keeps the test conservative against concurrent enqueues. */
+/* Idle: no producer inside enqueue, the rings empty, and every accepted
+ * item counted in an outcome. `in` is counted before an item enters a ring
+ * (enqueue.c), so an item a worker holds is in `in` and not yet in an
+ * outcome. Reading the producers and `in` first keeps the test
+ * conservative against concurrent enqueues. */
 static bool is_idle(const blq *q)
 {
 	struct blq_stats s;
-	uint64_t in = blq__fold_in(q);
 
+	if (blq__inflight(q) != 0)
+		return false;
+	uint64_t in = blq__fold_in(q);
 	blq_stats(q, &s);
 	return s.size == 0 && s.processed + s.failed + s.leaked + s.expired + s.lost >= in;
 }

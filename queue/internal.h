@@ -22,6 +22,9 @@
 #define BLQ__NAME_MAX 63
 #define BLQ__WORKERS_LIMIT 1024u
 #define BLQ__CAPACITY_LIMIT (1ull << 30)
+/* Looks (each a pause and a sched_yield) a thread makes before it sleeps
+ * on an empty or full queue. */
+#define BLQ__SPIN_ROUNDS 16u
 /* Counter cells shared by producer threads (hashed by thread). */
 #define BLQ__PRODUCER_CELLS 16u
 
@@ -32,7 +35,12 @@
  * shared by hashed threads and use fetch_add.
  */
 typedef struct blq__cell {
-	alignas(BLQ__CACHELINE) _Atomic uint64_t in;
+	/* Producers: enqueue calls that started, that ended, and that ended
+	 * refused (BLQ_ECLOSED, BLQ_EFULL). in = entered - refused; in flight
+	 * = entered - left (see enqueue.c). */
+	alignas(BLQ__CACHELINE) _Atomic uint64_t entered;
+	_Atomic uint64_t left;
+	_Atomic uint64_t refused;
 	_Atomic uint64_t processed;
 	_Atomic uint64_t failed;
 	_Atomic uint64_t leaked_rear;
@@ -43,9 +51,6 @@ typedef struct blq__cell {
 	_Atomic uint64_t expired;
 	_Atomic uint64_t lost;
 	_Atomic uint64_t retried;
-	/* Producers between their closed-check and their last touch of the
-	 * ring; the closer waits for the sum to reach zero. */
-	_Atomic int64_t inflight;
 } blq__cell;
 
 /* The handle a worker callback sees; one per worker, reused per item. */
@@ -179,7 +184,7 @@ blq__cell *blq__producer_cell(blq *q);
 void blq__to_dlq(blq *q, blq__cell *c, void *payload, _Atomic uint64_t *leak_counter, int dir);
 void blq__drop(blq *q, void *payload, _Atomic uint64_t *counter);
 bool blq__pop_any(blq *q, unsigned start, blq__item *out);
-int64_t blq__inflight(const blq *q);
+int64_t blq__inflight(const blq *q); /* producers inside enqueue */
 
 /* worker.c */
 bool blq__is_own_worker(const blq *q);
@@ -205,6 +210,13 @@ void blq__balance_on_close(blq *q);    /* asleep workers help drain */
 
 /* close.c */
 void blq__wake_all(blq *q);
+
+static inline void blq__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
 
 /* Counter bumps: single-writer cells (workers) avoid the locked RMW. */
 static inline void blq__count_own(_Atomic uint64_t *c)

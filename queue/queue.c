@@ -257,7 +257,7 @@ static uint64_t fold(const blq *q, size_t offset)
 
 uint64_t blq__fold_in(const blq *q)
 {
-	return fold(q, offsetof(blq__cell, in));
+	return fold(q, offsetof(blq__cell, entered)) - fold(q, offsetof(blq__cell, refused));
 }
 
 int blq_stats(const blq *q, struct blq_stats *out)
@@ -265,7 +265,7 @@ int blq_stats(const blq *q, struct blq_stats *out)
 	if (q == NULL || out == NULL)
 		return BLQ_EINVAL;
 	memset(out, 0, sizeof(*out));
-	out->in = fold(q, offsetof(blq__cell, in));
+	out->in = blq__fold_in(q);
 	out->processed = fold(q, offsetof(blq__cell, processed));
 	out->failed = fold(q, offsetof(blq__cell, failed));
 	out->leaked_rear = fold(q, offsetof(blq__cell, leaked_rear));

@@ -23,6 +23,7 @@
  *   the application's own threads (seed 004: the drain runs there).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -96,6 +97,19 @@ static void run_item(blq *q, blq__worker *w, const blq__item *it)
 static bool forced(const blq *q)
 {
 	return atomic_load_explicit(&q->forced, memory_order_acquire) != 0;
+}
+
+/* An item taken but not run when a force close came: as if still queued. */
+static void abandon(blq *q, blq__worker *w, const blq__item *it)
+{
+	if (q->leaky) {
+		blq__to_dlq(q, w->cell, it->payload, &w->cell->leaked_closed, BLQ_LEAK_FRONT);
+		return;
+	}
+	blq__drop(q, it->payload, &w->cell->lost);
+	const blq_metrics_writer *m = q->cfg.metrics;
+	if (m != NULL && m->queue_lost != NULL)
+		m->queue_lost(m->ctx, q->name);
 }
 
 static void set_state(blq *q, blq__worker *w, int state)
@@ -178,6 +192,27 @@ static void wait_items(blq *q, blq__worker *w, uint32_t snap)
 		m->worker_wait(m->ctx, q->name, w->index, d);
 }
 
+/* Before sleeping, look again for a short while, yielding the CPU between
+ * looks: a futex sleep and wake-up costs several microseconds of latency
+ * (more on a VM, where an idle vCPU must be woken by the host), and with
+ * more threads than cores the yield hands the CPU to a producer at once.
+ * Bounded, so an idle queue's workers are asleep within microseconds. */
+static bool spin_pop(blq *q, unsigned home, blq__item *it)
+{
+	for (unsigned i = 0; i < BLQ__SPIN_ROUNDS; i++) {
+		blq__cpu_relax();
+		if (blq__pop_any(q, home, it))
+			return true;
+		if (atomic_load_explicit(&q->closed, memory_order_relaxed) ||
+		    atomic_load_explicit(&q->paused, memory_order_relaxed))
+			return false;
+		sched_yield();
+		if (blq__pop_any(q, home, it))
+			return true;
+	}
+	return false;
+}
+
 /* Takes the next item, sleeping while there is none. False: time to exit. */
 static bool next_item(blq *q, blq__worker *w, blq__item *it)
 {
@@ -201,8 +236,10 @@ static bool next_item(blq *q, blq__worker *w, blq__item *it)
 			wait_resume(q);
 			continue;
 		}
-		if (blq__pop_any(q, home, it))
+		if (blq__pop_any(q, home, it) || spin_pop(q, home, it))
 			return true;
+		if (atomic_load_explicit(&q->paused, memory_order_relaxed))
+			continue; /* paused while we looked: stop taking */
 		uint32_t snap = blq__ec_prepare(&q->items_ec);
 		if (blq__pop_any(q, home, it)) {
 			blq__ec_cancel(&q->items_ec);
@@ -246,6 +283,17 @@ void *blq__worker_main(void *arg)
 
 	while (next_item(q, w, &it)) {
 		after_take(q);
+		/* Taken just as a pause began: hold it until the resume, so no
+		 * item starts while paused. A force close meanwhile ends it
+		 * like the items still queued. */
+		if (atomic_load_explicit(&q->paused, memory_order_relaxed) &&
+		    !atomic_load_explicit(&q->closed, memory_order_relaxed)) {
+			wait_resume(q);
+			if (forced(q)) {
+				abandon(q, w, &it);
+				break;
+			}
+		}
 		run_item(q, w, &it);
 	}
 

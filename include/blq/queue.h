@@ -311,7 +311,10 @@ BLQ_API int blq_free(blq *q);
 /**
  * blq_pause() - workers stop taking items (those running finish); enqueues
  * keep their normal rules (so a paused queue fills, then blocks or leaks).
- * Idempotent. A close ends the pause (the drain needs the workers).
+ * No item starts while paused: a worker that was in the act of taking an
+ * item as the pause began holds it (it leaves blq_size, stays in flight)
+ * and runs it after the resume. Idempotent. A close ends the pause (the drain
+ * needs the workers).
  * Return: 0, BLQ_EINVAL for NULL, BLQ_ECLOSED when closing or closed.
  * Thread-safety: any thread.
  */
