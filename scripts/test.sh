@@ -62,12 +62,17 @@ for b in $builds; do
 	*) echo "scripts/test.sh: BLQ_TEST_BUILDS: unknown build '$b'" >&2; exit 2 ;;
 	esac
 	log "configure and build: ${b}"
+	mkdir -p "$dir"
 	if ! cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBLQ_SANITIZE="$san" \
-		-DBLQ_BUILD_TESTS=ON >"$dir.configure.log" 2>&1 &&
-		cmake --build "$dir" -j "$jobs" >"$dir.build.log" 2>&1; then
-		mkdir -p "$dir"
-		tail -n 40 "$dir.configure.log" "$dir.build.log" 2>/dev/null
-		echo "scripts/test.sh: build '$b' failed" >&2
+		-DBLQ_BUILD_TESTS=ON >"$dir.configure.log" 2>&1; then
+		tail -n 40 "$dir.configure.log"
+		echo "scripts/test.sh: configuring '$b' failed" >&2
+		failed=$((failed + 1))
+		continue
+	fi
+	if ! cmake --build "$dir" -j "$jobs" >"$dir.build.log" 2>&1; then
+		grep -E "error|warning" "$dir.build.log" | head -n 40
+		echo "scripts/test.sh: building '$b' failed" >&2
 		failed=$((failed + 1))
 		continue
 	fi
