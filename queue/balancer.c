@@ -10,8 +10,9 @@
  *   for a heartbeat: every 64th accepted item per producer cell, and every
  *   time the queue is found full, the producer looks at the fill rate and,
  *   at or above wakeup_factor, grows the pool (trylock: if another thread is
- *   calibrating, that one will do). The same sample starts a calibration
- *   when force_calibration_limit producers are inside enqueue at once.
+ *   calibrating, that one will do). The same sample runs a whole
+ *   calibration on the producer's thread when force_calibration_limit
+ *   producers are inside enqueue at once (the original's force calibration).
  * - Wake-up rule: at or above wakeup_factor the active count doubles (at
  *   least +1), asleep workers first, then new threads, up to the max. The
  *   original wakes one worker per heartbeat, so a burst on a 1 s heartbeat
@@ -268,6 +269,15 @@ static void calibrate_locked(blq *q)
 void blq__calibrate(blq *q)
 {
 	pthread_mutex_lock(&q->pool_mu);
+	if (!q->pool_closed && !atomic_load_explicit(&q->closed, memory_order_acquire))
+		calibrate_locked(q);
+	pthread_mutex_unlock(&q->pool_mu);
+}
+
+void blq__calibrate_try(blq *q)
+{
+	if (pthread_mutex_trylock(&q->pool_mu) != 0)
+		return; /* someone is calibrating right now */
 	if (!q->pool_closed && !atomic_load_explicit(&q->closed, memory_order_acquire))
 		calibrate_locked(q);
 	pthread_mutex_unlock(&q->pool_mu);

@@ -138,9 +138,9 @@ static void accepted(blq *q)
 		m->queue_put(m->ctx, q->name);
 }
 
-/* Enqueue-side balancing (balancer.c): start a worker when none is active,
- * and every 64th item per cell look at the fill rate and the number of
- * producers inside enqueue. `n` is this cell's count before the item. */
+/* Enqueue-side balancing (balancer.c): start a worker when none is active;
+ * every 64th item per cell, grow the pool when the fill rate reached the
+ * wakeup factor. `n` is this cell's count before the item. */
 static void balance_hint(blq *q, uint64_t n)
 {
 	if (atomic_load_explicit(&q->n_active, memory_order_acquire) == 0) {
@@ -150,8 +150,7 @@ static void balance_hint(blq *q, uint64_t n)
 	if ((n & 63) != 63)
 		return;
 	uint64_t wake = atomic_load_explicit(&q->wakeup_permille, memory_order_relaxed);
-	if ((uint64_t)blq_size(q) * 1000 >= wake * q->cfg.capacity ||
-	    blq__inflight(q) >= (int64_t)q->cfg.force_calibration_limit)
+	if ((uint64_t)blq_size(q) * 1000 >= wake * q->cfg.capacity)
 		blq__scale_up_hint(q);
 }
 
@@ -189,6 +188,12 @@ static int enqueue_item(blq *q, blq__item *it, int mode)
 		rc = BLQ_ECLOSED;
 		goto out;
 	}
+	/* Force calibration (the original's): when force_calibration_limit
+	 * producers, this one included, are inside enqueue at once, calibrate
+	 * on this thread now. Sampled every 64th item per cell. */
+	if (q->balanced && (n & 63) == 63 &&
+	    blq__inflight(q) >= (int64_t)q->cfg.force_calibration_limit)
+		blq__calibrate_try(q);
 	/* Deadlines arrive relative; make them absolute on the queue's clock.
 	 * The clock is read only when something needs it. */
 	if (q->stamp || it->deadline_ns != 0) {

@@ -205,6 +205,7 @@ int blq__thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 int blq__balancer_start(blq *q, blq_error *err);
 void blq__balancer_stop(blq *q);
 void blq__calibrate(blq *q);           /* one heartbeat's work; takes pool_mu */
+void blq__calibrate_try(blq *q);       /* the same, unless someone else is at it */
 void blq__scale_up_hint(blq *q);       /* enqueue side: cheap, may do nothing */
 void blq__balance_on_close(blq *q);    /* asleep workers help drain */
 

@@ -27,6 +27,12 @@ static uint64_t fake_wall(void *ctx)
 	return atomic_load(&wall_ns);
 }
 
+static uint64_t slow_mono(void *ctx)
+{
+	tu_sleep_us(20);
+	return fake_mono(ctx);
+}
+
 static void advance(uint64_t ns)
 {
 	atomic_fetch_add(&mono_ns, ns);
@@ -144,6 +150,69 @@ Test(balancer, enqueue_side_hint_grows_the_pool_without_a_heartbeat)
 	blq_close(q);
 	cr_expect_eq(stats(q).processed, 900);
 	blq_free(q);
+}
+
+typedef struct burst {
+	blq *q;
+	pthread_barrier_t *go;
+} burst;
+
+static void *burst_producer(void *p)
+{
+	burst *b = p;
+
+	pthread_barrier_wait(b->go);
+	for (unsigned i = 0; i < 200; i++)
+		cr_assert_eq(blq_enqueue(b->q, tu_item_new(i)), 0);
+	return NULL;
+}
+
+/* Eight producers enqueue at once into a queue whose relative schedule
+ * switched ranges (min 1 -> 3) with no heartbeat and a low fill rate, so
+ * only a calibration run by the producers can apply it. Returns the active
+ * workers afterwards. */
+static unsigned burst_with_limit(unsigned limit)
+{
+	blq_schedule *s = blq_schedule_new();
+	blq_schedule_params later = {.workers_min = 3, .workers_max = 3};
+	blq_error err;
+	cr_assert_eq(blq_schedule_add_relative(s, "10s-1h", &later, &err), 0, "%s", err.msg);
+	blq_config c = balanced_cfg(100000, 1, 1);
+	c.schedule = s;
+	c.force_calibration_limit = limit;
+	/* Each enqueue reads this slow clock inside the enqueue, so the eight
+	 * producers overlap there and the in-flight count reaches the limit. */
+	c.clock.now_ns = slow_mono;
+	c.stamp_enqueue_time = true;
+	blq *q = must_new(&c);
+	blq_schedule_free(s);
+	tu_gate_open(&gate);
+	EXPECT_WORKERS(q, 1, 0);
+	advance(10000000000ull);
+
+	enum { N = 8 };
+	pthread_t t[N];
+	pthread_barrier_t go;
+	burst b = {q, &go};
+	pthread_barrier_init(&go, NULL, N);
+	for (int i = 0; i < N; i++)
+		pthread_create(&t[i], NULL, burst_producer, &b);
+	for (int i = 0; i < N; i++)
+		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&go);
+	TU_WAIT_FOR(stats(q).workers_active == 3, 1000);
+	unsigned active = stats(q).workers_active;
+	blq_close(q);
+	cr_expect_eq(stats(q).processed, N * 200);
+	blq_free(q);
+	atomic_fetch_sub(&mono_ns, 10000000000ull);
+	return active;
+}
+
+Test(balancer, force_calibration_when_many_enqueue_at_once)
+{
+	cr_expect_eq(burst_with_limit(2), 3, "limit 2: the producers calibrated");
+	cr_expect_eq(burst_with_limit(1000), 1, "limit 1000: nothing calibrated");
 }
 
 Test(balancer, throttled_while_full_and_recovers)
