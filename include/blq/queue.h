@@ -116,8 +116,9 @@ typedef struct blq_config {
 	uint64_t sleep_interval_ns;
 	/* Balancer period. Default 1 s. */
 	uint64_t heartbeat_interval_ns;
-	/* Producers inside enqueue at once that make an enqueuer grow the
-	 * pool at once (sampled every 64 items). Default 1000. */
+	/* Producers inside enqueue at once that make an enqueuer run a
+	 * calibration on its own thread right away (sampled every 64th item
+	 * per producer cell). Default 1000. */
 	unsigned force_calibration_limit;
 
 	/* Retries of a failed item (not implemented yet: must be 0). */
