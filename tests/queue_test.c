@@ -56,9 +56,10 @@ typedef struct wctx {
 	uint64_t order[8192];
 	size_t n;
 	bool fail_odd;
-	blq *close_from_inside; /* close this queue when id 5 runs */
-	int inside_rc;
-	int free_rc;
+	/* close this queue when id 5 runs; set after blq_new, so atomic */
+	_Atomic(blq *) close_from_inside;
+	_Atomic int inside_rc;
+	_Atomic int free_rc;
 	bool wait_cancel;
 	_Atomic int cancelled_seen;
 } wctx;
@@ -86,9 +87,10 @@ static int test_worker(void *ctx, void *payload, blq_task *task)
 	if (w->n < 8192)
 		w->order[w->n++] = id;
 	pthread_mutex_unlock(&w->mu);
-	if (w->close_from_inside != NULL && id == 5) {
-		w->inside_rc = blq_close(w->close_from_inside);
-		w->free_rc = blq_free(w->close_from_inside);
+	blq *self = atomic_load(&w->close_from_inside);
+	if (self != NULL && id == 5) {
+		atomic_store(&w->inside_rc, blq_close(self));
+		atomic_store(&w->free_rc, blq_free(self));
 	}
 	if (w->fail_odd && id % 2 == 1) {
 		it->magic = TU_MAGIC_LIVE; /* the queue frees it */
@@ -497,7 +499,8 @@ Test(queue, close_from_inside_a_worker)
 	wctx *w = wctx_new(false);
 	blq_config c = cfg_for(w, 1000, 2);
 	blq *q = must_new(&c);
-	w->close_from_inside = q;
+	atomic_store(&w->inside_rc, 1);
+	atomic_store(&w->close_from_inside, q);
 
 	uint64_t accepted = 0;
 	for (uint64_t i = 0; i < 1000; i++) {
@@ -507,7 +510,9 @@ Test(queue, close_from_inside_a_worker)
 		else
 			tu_item_free(it);
 	}
-	cr_assert(TU_WAIT_FOR(w->inside_rc == 0 && w->free_rc == BLQ_EDEADLK, 2000));
+	cr_assert(TU_WAIT_FOR(atomic_load(&w->inside_rc) == 0 &&
+				      atomic_load(&w->free_rc) == BLQ_EDEADLK,
+			      2000));
 	cr_expect_eq(blq_free(q), 0);
 	/* blq_free closed it; every accepted item reached an outcome. */
 	cr_expect_eq(w->n, accepted);
