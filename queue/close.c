@@ -139,6 +139,13 @@ static void finish(blq *q)
 
 	wait_workers(q, 0);
 	wait_producers(q);
+	/* Graceful: an item may have arrived after the last worker left (a
+	 * balanced pool with workers_min 0, or a slot that was stopping).
+	 * Every thread has exited now, so a slot is free: start one to drain. */
+	while (!atomic_load_explicit(&q->forced, memory_order_acquire) && blq_size(q) > 0) {
+		blq__pool_rescue(q);
+		wait_workers(q, 0);
+	}
 	/* A producer that was still in flight may have started a worker for
 	 * its item (workers_min 0); joining waits for it to drain and exit. */
 	blq__pool_join_all(q);

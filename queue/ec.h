@@ -22,9 +22,12 @@
  * change whose notifier saw `pending` set). Without this, every push made
  * while a woken worker waits for a CPU is another futex_wake; with 4
  * threads on 2 cores that was a system call per item.
- * Only wake-ones defer to `pending`; a wake-all always wakes (see
- * blq__ec_notify), and a woken thread that stops taking items without
- * emptying the queue passes the wake-up on.
+ * blq__ec_notify's wake-ones defer to `pending`, its wake-alls never do (a
+ * pending wake-one must not absorb a close). A woken worker that takes an
+ * item while more wait, or that stops taking items, passes a wake-up on,
+ * so a burst does not rest on the one worker that was woken. The workers'
+ * half-drain wake-all of producers (worker.c) does defer: every sleeper
+ * at the time of a pending wake-all was woken by it.
  * Every waiter clears `pending` when it announces itself (before its
  * re-check) and again when it stops waiting (woken, timed out, or
  * cancelled after a successful re-check). So `pending` cannot stay set
@@ -58,11 +61,18 @@ static inline void blq__ec_ack(blq__ec *ec)
 
 static inline uint32_t blq__ec_prepare(blq__ec *ec)
 {
-	/* seq_cst RMWs: the increment and the acknowledgement are ordered
-	 * before the snapshot and before the caller's re-check. */
+	/* seq_cst: the increment comes before the snapshot, the snapshot
+	 * before the acknowledgement, and all before the caller's re-check.
+	 * Snapshot first: a wake-up claimed before our acknowledgement either
+	 * bumped `seq` before the snapshot (then its change is visible to the
+	 * re-check) or after it (then futex_wait returns at once); one claimed
+	 * after it bumps `seq` after the snapshot too. Taking the snapshot
+	 * after the acknowledgement would let a claim land in between and
+	 * leave `pending` set over a sleeper. */
 	atomic_fetch_add_explicit(&ec->waiters, 1, memory_order_seq_cst);
+	uint32_t snap = atomic_load_explicit(&ec->seq, memory_order_seq_cst);
 	blq__ec_ack(ec);
-	return atomic_load_explicit(&ec->seq, memory_order_seq_cst);
+	return snap;
 }
 
 static inline void blq__ec_cancel(blq__ec *ec)

@@ -115,7 +115,15 @@ void blq__to_dlq(blq *q, blq__cell *c, void *payload, _Atomic uint64_t *leak_cou
 static void leave(blq *q, blq__cell *c, bool pushed)
 {
 	atomic_fetch_add_explicit(&c->left, 1, memory_order_seq_cst);
-	if (pushed) {
+#if !defined(__x86_64__) && !defined(__i386__)
+	/* Elsewhere a seq_cst RMW need not be a full barrier. */
+	atomic_thread_fence(memory_order_seq_cst);
+#endif
+	if (!pushed) {
+		/* Refused or leaked: blq_wait_idle may be waiting for the
+		 * producers to leave. */
+		blq__ec_notify(&q->idle_ec, 0);
+	} else {
 #ifdef BLQ__TSAN
 		blq__ec_notify(&q->items_ec, 1); /* TSan: the RMW form of the barrier */
 #else
@@ -245,6 +253,10 @@ static int enqueue_item(blq *q, blq__item *it, int mode)
 			break;
 		}
 	}
+	/* No active worker for our item (workers_min 0): start one while we
+	 * still count as in flight, so a close cannot finish before it. */
+	if (pushed && q->balanced && atomic_load_explicit(&q->n_active, memory_order_acquire) == 0)
+		blq__scale_up_hint(q);
 out:
 	if (rc != 0)
 		atomic_fetch_add_explicit(&c->refused, 1, memory_order_relaxed);

@@ -16,6 +16,7 @@
 #include <blq/schedule.h>
 
 #include "../util/errorf.h"
+#include "../util/thread.h"
 #include "ec.h"
 #include "ring.h"
 
@@ -197,9 +198,9 @@ void blq__pool_wake(blq *q, blq__worker *w);
 void blq__pool_sleep(blq *q, blq__worker *w);
 void blq__pool_stop(blq *q, blq__worker *w);
 void blq__pool_join_all(blq *q); /* takes pool_mu itself */
+void blq__pool_rescue(blq *q);   /* start one worker to drain; takes pool_mu */
 void blq__pool_counts(const blq *q, unsigned *active, unsigned *asleep, unsigned *idle);
-/* pthread_create with the asynchronous signals blocked in the new thread. */
-int blq__thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
+
 
 /* balancer.c */
 int blq__balancer_start(blq *q, blq_error *err);

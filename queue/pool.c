@@ -5,37 +5,12 @@
  * threads themselves change their reported state (worker.c).
  *
  * A slot's thread is joined before the slot gets a new one, and at close.
- * Threads are created with the asynchronous signals blocked, so SIGTERM and
- * SIGINT reach the application's own threads (seed 004: the drain runs
- * there); faults stay deliverable.
+ * Threads are created with the asynchronous signals blocked
+ * (blq__thread_create).
  */
 #include <pthread.h>
-#include <signal.h>
 
 #include "internal.h"
-
-static void worker_sigmask(sigset_t *set)
-{
-	sigfillset(set);
-	sigdelset(set, SIGSEGV);
-	sigdelset(set, SIGBUS);
-	sigdelset(set, SIGFPE);
-	sigdelset(set, SIGILL);
-	sigdelset(set, SIGABRT);
-	sigdelset(set, SIGTRAP);
-}
-
-int blq__thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
-{
-	sigset_t set, old;
-	int e;
-
-	worker_sigmask(&set);
-	pthread_sigmask(SIG_SETMASK, &set, &old);
-	e = pthread_create(t, NULL, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return e;
-}
 
 /* Caller holds pool_mu. Starts a thread in an idle slot. */
 int blq__pool_start(blq *q, blq__worker *w)
@@ -75,6 +50,15 @@ int blq__pool_start(blq *q, blq__worker *w)
 	w->joinable = true;
 	atomic_fetch_add_explicit(&q->started_threads, 1, memory_order_relaxed);
 	return 0;
+}
+
+void blq__pool_rescue(blq *q)
+{
+	pthread_mutex_lock(&q->pool_mu);
+	for (unsigned i = 0; i < q->nworkers; i++)
+		if (blq__pool_start(q, &q->workers[i]) == 0)
+			break;
+	pthread_mutex_unlock(&q->pool_mu);
 }
 
 void blq__pool_wake(blq *q, blq__worker *w)

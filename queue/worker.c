@@ -217,16 +217,25 @@ static bool spin_pop(blq *q, unsigned home, blq__item *it)
 static bool next_item(blq *q, blq__worker *w, blq__item *it)
 {
 	unsigned home = w->index % q->nrings;
+	bool slept = false;
 
 	for (;;) {
+		/* Woken for one item while more wait: wake another worker,
+		 * or a burst waits on us alone (one wake per episode, ec.h). */
+		if (slept && blq_size(q) > 0) {
+			blq__ec_notify(&q->items_ec, 1);
+			slept = false;
+		}
 		if (forced(q))
 			return false;
 		int cmd = atomic_load_explicit(&w->cmd, memory_order_acquire);
 		if (cmd != BLQ__CMD_RUN) {
 			/* We may hold the one pending wake-up of items_ec (ec.h):
 			 * pass it on before leaving, or queued items could wait
-			 * for the next push while another worker sleeps. */
+			 * for the next push while another worker sleeps. And
+			 * blq_wait_idle may be waiting for us. */
 			blq__ec_notify(&q->items_ec, 1);
+			blq__ec_notify(&q->idle_ec, 0);
 			if (cmd == BLQ__CMD_STOP || !park(q, w))
 				return false;
 			continue;
@@ -264,6 +273,7 @@ static bool next_item(blq *q, blq__worker *w, blq__item *it)
 			continue;
 		}
 		wait_items(q, w, snap);
+		slept = true;
 	}
 }
 
@@ -297,8 +307,10 @@ void *blq__worker_main(void *arg)
 		run_item(q, w, &it);
 	}
 
-	/* We may hold the pending wake-up of items_ec: pass it on. */
+	/* We may hold the pending wake-up of items_ec: pass it on; and
+	 * blq_wait_idle may be waiting for us. */
 	blq__ec_notify(&q->items_ec, 1);
+	blq__ec_notify(&q->idle_ec, 0);
 	if (m != NULL && m->worker_stop != NULL)
 		m->worker_stop(m->ctx, q->name, w->index, forced(q));
 	set_state(q, w, BLQ__W_IDLE);

@@ -7,5 +7,6 @@
 #include <blq/queue.h>
 #include <blq/schedule.h>
 #include <blq/dlq.h>
+#include <blq/workers.h>
 
 #endif

@@ -1,0 +1,18 @@
+/* transit: a worker that hands the payload to any blq_enqueuer. */
+#include <blq/workers.h>
+
+static int transit(void *ctx, void *payload, blq_task *task)
+{
+	const blq_enqueuer *to = ctx;
+
+	(void)task;
+	/* Accepted: the target owns it, and so "the worker" did its job.
+	 * Refused: the payload stays with the calling queue. */
+	return to->enqueue(to->self, payload) == 0 ? 0 : BLQ_EREFUSED;
+}
+
+blq_worker blq_transit_worker(blq_enqueuer *storage, blq_enqueuer target)
+{
+	*storage = target;
+	return (blq_worker){.fn = transit, .ctx = storage};
+}
