@@ -69,8 +69,10 @@ static void run_item(blq *q, blq__worker *w, const blq__item *it)
 	const blq_metrics_writer *m = q->cfg.metrics;
 	uint64_t t0 = 0;
 
+	if (m != NULL && (m->queue_pull != NULL || m->queue_exec != NULL))
+		t0 = blq__now(q);
 	if (m != NULL && m->queue_pull != NULL)
-		m->queue_pull(m->ctx, q->name);
+		m->queue_pull(m->ctx, q->name, it->enq_ns != 0 && t0 > it->enq_ns ? t0 - it->enq_ns : 0);
 	if (it->deadline_ns != 0 && blq__now(q) >= it->deadline_ns) {
 		if (m != NULL && m->queue_deadline != NULL)
 			m->queue_deadline(m->ctx, q->name);
@@ -83,8 +85,6 @@ static void run_item(blq *q, blq__worker *w, const blq__item *it)
 	}
 	w->task.enq_ns = it->enq_ns;
 	w->task.attempt = it->attempt;
-	if (m != NULL && m->queue_exec != NULL)
-		t0 = blq__now(q);
 	int rc = q->cfg.worker(q->cfg.worker_ctx, it->payload, &w->task);
 	if (m != NULL && m->queue_exec != NULL)
 		m->queue_exec(m->ctx, q->name, blq__now(q) - t0, rc != 0);

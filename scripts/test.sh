@@ -16,7 +16,9 @@ builds=${BLQ_TEST_BUILDS:-"plain address thread"}
 log() { printf '== %s\n' "$*"; }
 
 # --- dependencies -----------------------------------------------------------
-packages=(build-essential cmake pkg-config libck-dev libcriterion-dev libglib2.0-dev)
+# prometheus: promtool; python3-prometheus-client: the exposition parser.
+packages=(build-essential cmake pkg-config libck-dev libcriterion-dev libglib2.0-dev
+	prometheus python3-prometheus-client)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -8,5 +8,6 @@
 #include <blq/schedule.h>
 #include <blq/dlq.h>
 #include <blq/workers.h>
+#include <blq/prometheus.h>
 
 #endif

@@ -31,10 +31,11 @@ typedef struct blq_metrics_writer {
 	void (*worker_wakeup)(void *ctx, const char *queue, unsigned worker);
 	void (*worker_wait)(void *ctx, const char *queue, unsigned worker, uint64_t ns);
 	void (*worker_stop)(void *ctx, const char *queue, unsigned worker, int forced);
-	/* Items: accepted, taken by a worker, retried, leaked, expired past
-	 * their deadline, lost, and the time a worker spent on one. */
+	/* Items: accepted, taken by a worker (with the time it waited since
+	 * its enqueue), retried, leaked, expired past their deadline, lost,
+	 * and the time a worker spent on one. */
 	void (*queue_put)(void *ctx, const char *queue);
-	void (*queue_pull)(void *ctx, const char *queue);
+	void (*queue_pull)(void *ctx, const char *queue, uint64_t wait_ns);
 	void (*queue_retry)(void *ctx, const char *queue, uint64_t delay_ns);
 	void (*queue_leak)(void *ctx, const char *queue, enum blq_leak_dir dir);
 	void (*queue_deadline)(void *ctx, const char *queue);

@@ -1,0 +1,403 @@
+/*
+ * The Prometheus writer: per-queue series, lock-free updates, text
+ * exposition.
+ *
+ * Design
+ * - One series block per queue, made by blq_prom_queue_writer; its writer's
+ *   ctx points at the block, so an event costs no lookup.
+ * - Counters and histograms live in BLQ__PROM_CELLS cache-line cells per
+ *   series; a thread adds into the cell its address hashes to (relaxed
+ *   atomic adds), so producers and workers rarely share a line. Rendering
+ *   folds the cells; a render racing updates sees each counter at some
+ *   recent value (counters never go back).
+ * - Histograms keep per-bucket counts (not cumulative; folded into
+ *   cumulative `le` buckets at render) and a sum in nanoseconds.
+ * - The registry's list of series and watched queues is under a mutex that
+ *   only registration, watch and render take.
+ */
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <blq/prometheus.h>
+
+#include "../util/errorf.h"
+
+#define BLQ__PROM_CELLS 16u
+#define NAME_MAX_LEN 63
+
+enum { C_IN, C_OUT, C_RETRY, C_LEAK_REAR, C_LEAK_FRONT, C_DEADLINE, C_LOST, C_FAILED, NCOUNT };
+enum { H_WAIT, H_EXEC, H_RETRY, NHIST };
+
+/* Upper bounds in ns: 100 us .. 5 s. */
+static const uint64_t bucket_ns[] = {
+	100000,    250000,    500000,    1000000,    2500000,    5000000,    10000000, 25000000,
+	50000000, 100000000, 250000000, 500000000, 1000000000, 2500000000, 5000000000,
+};
+static const char *const bucket_le[] = {
+	"0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025",
+	"0.05",   "0.1",     "0.25",   "0.5",   "1",      "2.5",   "5",
+};
+#define NBUCKETS (sizeof(bucket_ns) / sizeof(bucket_ns[0]))
+
+typedef struct hist {
+	_Atomic uint64_t bucket[NBUCKETS + 1]; /* the last: above 5 s */
+	_Atomic uint64_t sum_ns;               /* the count is the buckets' sum */
+} hist;
+
+typedef struct cell {
+	alignas(64) _Atomic uint64_t c[NCOUNT];
+	hist h[NHIST];
+} cell;
+
+typedef struct series {
+	blq_metrics_writer w; /* w.ctx points here */
+	char name[NAME_MAX_LEN + 1];
+	blq *watched;
+	struct series *next;
+	cell cells[BLQ__PROM_CELLS];
+} series;
+
+struct blq_prom {
+	pthread_mutex_t mu;
+	series *head;
+};
+
+static _Thread_local char tls_anchor;
+
+static cell *my_cell(series *s)
+{
+	uint64_t h = (uint64_t)(uintptr_t)&tls_anchor * UINT64_C(0x9E3779B97F4A7C15);
+
+	return &s->cells[(h >> 60) % BLQ__PROM_CELLS];
+}
+
+static void add(void *ctx, int counter)
+{
+	atomic_fetch_add_explicit(&my_cell(ctx)->c[counter], 1, memory_order_relaxed);
+}
+
+static void observe(void *ctx, int which, uint64_t ns)
+{
+	hist *h = &my_cell(ctx)->h[which];
+	size_t b = 0;
+
+	while (b < NBUCKETS && ns > bucket_ns[b])
+		b++;
+	atomic_fetch_add_explicit(&h->bucket[b], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&h->sum_ns, ns, memory_order_relaxed);
+}
+
+static void on_put(void *ctx, const char *q)
+{
+	(void)q;
+	add(ctx, C_IN);
+}
+
+static void on_pull(void *ctx, const char *q, uint64_t wait_ns)
+{
+	(void)q;
+	add(ctx, C_OUT);
+	observe(ctx, H_WAIT, wait_ns);
+}
+
+static void on_retry(void *ctx, const char *q, uint64_t delay_ns)
+{
+	(void)q;
+	add(ctx, C_RETRY);
+	observe(ctx, H_RETRY, delay_ns);
+}
+
+static void on_leak(void *ctx, const char *q, enum blq_leak_dir dir)
+{
+	(void)q;
+	add(ctx, dir == BLQ_LEAK_FRONT ? C_LEAK_FRONT : C_LEAK_REAR);
+}
+
+static void on_deadline(void *ctx, const char *q)
+{
+	(void)q;
+	add(ctx, C_DEADLINE);
+}
+
+static void on_lost(void *ctx, const char *q)
+{
+	(void)q;
+	add(ctx, C_LOST);
+}
+
+static void on_exec(void *ctx, const char *q, uint64_t ns, int failed)
+{
+	(void)q;
+	if (failed)
+		add(ctx, C_FAILED);
+	observe(ctx, H_EXEC, ns);
+}
+
+blq_prom *blq_prom_new(blq_error *err)
+{
+	blq_prom *r = calloc(1, sizeof(*r));
+
+	if (r == NULL) {
+		blq__error_set(err, BLQ_ENOMEM, "prometheus: out of memory");
+		return NULL;
+	}
+	pthread_mutex_init(&r->mu, NULL);
+	return r;
+}
+
+void blq_prom_free(blq_prom *r)
+{
+	if (r == NULL)
+		return;
+	for (series *s = r->head, *n; s != NULL; s = n) {
+		n = s->next;
+		free(s);
+	}
+	pthread_mutex_destroy(&r->mu);
+	free(r);
+}
+
+static series *find(blq_prom *r, const char *name)
+{
+	for (series *s = r->head; s != NULL; s = s->next)
+		if (strcmp(s->name, name) == 0)
+			return s;
+	return NULL;
+}
+
+const blq_metrics_writer *blq_prom_queue_writer(blq_prom *r, const char *queue, blq_error *err)
+{
+	if (r == NULL || queue == NULL || queue[0] == '\0' || strlen(queue) > NAME_MAX_LEN) {
+		blq__error_set(err, BLQ_EINVAL, "prometheus: queue: must be 1..%d bytes",
+			       NAME_MAX_LEN);
+		return NULL;
+	}
+	series *s = aligned_alloc(64, (sizeof(series) + 63) / 64 * 64);
+	if (s == NULL) {
+		blq__error_set(err, BLQ_ENOMEM, "prometheus: out of memory");
+		return NULL;
+	}
+	memset(s, 0, sizeof(*s));
+	snprintf(s->name, sizeof(s->name), "%s", queue);
+	s->w = (blq_metrics_writer){
+		.ctx = s,
+		.queue_put = on_put,
+		.queue_pull = on_pull,
+		.queue_retry = on_retry,
+		.queue_leak = on_leak,
+		.queue_deadline = on_deadline,
+		.queue_lost = on_lost,
+		.queue_exec = on_exec,
+	};
+	pthread_mutex_lock(&r->mu);
+	if (find(r, queue) != NULL) {
+		pthread_mutex_unlock(&r->mu);
+		free(s);
+		blq__error_set(err, BLQ_EINVAL, "prometheus: queue \"%s\": already has a writer",
+			       queue);
+		return NULL;
+	}
+	/* Append: families list queues in registration order. */
+	series **tail = &r->head;
+	while (*tail != NULL)
+		tail = &(*tail)->next;
+	*tail = s;
+	pthread_mutex_unlock(&r->mu);
+	return &s->w;
+}
+
+static int set_watch(blq_prom *r, blq *q, blq *to)
+{
+	if (r == NULL || q == NULL)
+		return BLQ_EINVAL;
+	pthread_mutex_lock(&r->mu);
+	series *s = find(r, blq_name(q));
+	if (s != NULL)
+		s->watched = to;
+	pthread_mutex_unlock(&r->mu);
+	return s != NULL ? 0 : BLQ_EINVAL;
+}
+
+int blq_prom_watch(blq_prom *r, blq *q)
+{
+	return set_watch(r, q, q);
+}
+
+int blq_prom_unwatch(blq_prom *r, blq *q)
+{
+	return set_watch(r, q, NULL);
+}
+
+/* ---- rendering ---------------------------------------------------- */
+
+typedef struct out {
+	char *buf;
+	size_t len, n; /* n: bytes the whole text needs so far */
+} out;
+
+static void emit(out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void emit(out *o, const char *fmt, ...)
+{
+	va_list ap;
+	size_t room = o->n < o->len ? o->len - o->n : 0;
+
+	va_start(ap, fmt);
+	int k = vsnprintf(room ? o->buf + o->n : NULL, room, fmt, ap);
+	va_end(ap);
+	if (k > 0)
+		o->n += (size_t)k;
+}
+
+/* Label value escaping of the text format: backslash, quote, newline. */
+static void escape(char *dst, size_t cap, const char *src)
+{
+	size_t n = 0;
+
+	for (; *src != '\0' && n + 3 < cap; src++) {
+		if (*src == '\\' || *src == '"') {
+			dst[n++] = '\\';
+			dst[n++] = *src;
+		} else if (*src == '\n') {
+			dst[n++] = '\\';
+			dst[n++] = 'n';
+		} else {
+			dst[n++] = *src;
+		}
+	}
+	dst[n] = '\0';
+}
+
+static uint64_t fold(const series *s, int counter)
+{
+	uint64_t v = 0;
+
+	for (unsigned i = 0; i < BLQ__PROM_CELLS; i++)
+		v += atomic_load_explicit(&s->cells[i].c[counter], memory_order_relaxed);
+	return v;
+}
+
+static void counter_family(out *o, const blq_prom *r, const char *name, const char *help,
+			   int counter)
+{
+	char lbl[NAME_MAX_LEN * 2 + 1];
+
+	emit(o, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+	for (const series *s = r->head; s != NULL; s = s->next) {
+		escape(lbl, sizeof(lbl), s->name);
+		emit(o, "%s{queue=\"%s\"} %llu\n", name, lbl, (unsigned long long)fold(s, counter));
+	}
+}
+
+static void leak_family(out *o, const blq_prom *r)
+{
+	char lbl[NAME_MAX_LEN * 2 + 1];
+
+	emit(o, "# HELP queue_leak_total Items handed to the DLQ, by the side they left from.\n"
+		"# TYPE queue_leak_total counter\n");
+	for (const series *s = r->head; s != NULL; s = s->next) {
+		escape(lbl, sizeof(lbl), s->name);
+		emit(o, "queue_leak_total{queue=\"%s\",dir=\"rear\"} %llu\n", lbl,
+		     (unsigned long long)fold(s, C_LEAK_REAR));
+		emit(o, "queue_leak_total{queue=\"%s\",dir=\"front\"} %llu\n", lbl,
+		     (unsigned long long)fold(s, C_LEAK_FRONT));
+	}
+}
+
+static void hist_family(out *o, const blq_prom *r, const char *name, const char *help, int which)
+{
+	char lbl[NAME_MAX_LEN * 2 + 1];
+
+	emit(o, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+	for (const series *s = r->head; s != NULL; s = s->next) {
+		uint64_t b[NBUCKETS + 1] = {0}, sum = 0;
+
+		for (unsigned i = 0; i < BLQ__PROM_CELLS; i++) {
+			const hist *h = &s->cells[i].h[which];
+
+			for (size_t k = 0; k <= NBUCKETS; k++)
+				b[k] += atomic_load_explicit(&h->bucket[k], memory_order_relaxed);
+			sum += atomic_load_explicit(&h->sum_ns, memory_order_relaxed);
+		}
+		/* The count is the sum of the buckets, so +Inf == _count even
+		 * while updates run. */
+		uint64_t cum = 0;
+		escape(lbl, sizeof(lbl), s->name);
+		for (size_t k = 0; k < NBUCKETS; k++) {
+			cum += b[k];
+			emit(o, "%s_bucket{queue=\"%s\",le=\"%s\"} %llu\n", name, lbl, bucket_le[k],
+			     (unsigned long long)cum);
+		}
+		cum += b[NBUCKETS];
+		emit(o, "%s_bucket{queue=\"%s\",le=\"+Inf\"} %llu\n", name, lbl,
+		     (unsigned long long)cum);
+		emit(o, "%s_sum{queue=\"%s\"} %.9f\n", name, lbl, (double)sum / 1e9);
+		emit(o, "%s_count{queue=\"%s\"} %llu\n", name, lbl, (unsigned long long)cum);
+	}
+}
+
+static void gauge_families(out *o, const blq_prom *r)
+{
+	static const struct {
+		const char *name, *help;
+	} g[] = {
+		{"queue_size", "Items waiting in the queue."},
+		{"queue_capacity", "The queue's capacity in items."},
+		{"queue_workers_active", "Workers taking items."},
+		{"queue_workers_sleep", "Workers asleep (thread kept)."},
+		{"queue_workers_idle", "Worker slots without a thread."},
+	};
+	char lbl[NAME_MAX_LEN * 2 + 1];
+
+	for (size_t k = 0; k < sizeof(g) / sizeof(g[0]); k++) {
+		emit(o, "# HELP %s %s\n# TYPE %s gauge\n", g[k].name, g[k].help, g[k].name);
+		for (const series *s = r->head; s != NULL; s = s->next) {
+			struct blq_stats st;
+
+			if (s->watched == NULL || blq_stats(s->watched, &st) != 0)
+				continue;
+			uint64_t v = k == 0   ? st.size
+				     : k == 1 ? st.capacity
+				     : k == 2 ? st.workers_active
+				     : k == 3 ? st.workers_asleep
+						: st.workers_idle;
+			escape(lbl, sizeof(lbl), s->name);
+			emit(o, "%s{queue=\"%s\"} %llu\n", g[k].name, lbl, (unsigned long long)v);
+		}
+	}
+}
+
+int blq_prom_render(blq_prom *r, char *buf, size_t len)
+{
+	out o = {buf, len, 0};
+
+	if (r == NULL || (buf == NULL && len > 0))
+		return BLQ_EINVAL;
+	if (len > 0)
+		buf[0] = '\0';
+	pthread_mutex_lock(&r->mu);
+	counter_family(&o, r, "queue_in_total", "Items accepted by the queue.", C_IN);
+	counter_family(&o, r, "queue_out_total", "Items taken by a worker.", C_OUT);
+	counter_family(&o, r, "queue_retry_total", "Retries of failed items.", C_RETRY);
+	leak_family(&o, r);
+	counter_family(&o, r, "queue_deadline_total", "Items taken after their deadline.",
+		       C_DEADLINE);
+	counter_family(&o, r, "queue_lost_total", "Items dropped: no DLQ at force close, or the DLQ refused.",
+		       C_LOST);
+	counter_family(&o, r, "queue_failed_total", "Worker calls that failed.", C_FAILED);
+	hist_family(&o, r, "queue_wait_seconds", "Time from enqueue to a worker taking the item.",
+		    H_WAIT);
+	hist_family(&o, r, "queue_exec_seconds", "Time a worker spent on an item.", H_EXEC);
+	hist_family(&o, r, "queue_retry_delay_seconds", "Backoff before a retry.", H_RETRY);
+	gauge_families(&o, r);
+	pthread_mutex_unlock(&r->mu);
+	if (len > 0 && o.n >= len)
+		buf[len - 1] = '\0';
+	return o.n > (size_t)INT32_MAX ? BLQ_ENOMEM : (int)o.n;
+}

@@ -1,0 +1,187 @@
+/*
+ * The Prometheus writer against real parts: two live queues feed one
+ * registry; the exposition must pass `promtool check metrics` with no
+ * warning and parse with python3-prometheus-client, and carry the exact
+ * counter values of a known run.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+static tu_gate gate;
+
+static int worker(void *ctx, void *payload, blq_task *t)
+{
+	tu_item *it = payload;
+
+	(void)ctx, (void)t;
+	tu_gate_pass(&gate);
+	if (it->id == 1)
+		return 1; /* fails: the queue frees it */
+	tu_item_free(it);
+	return 0;
+}
+
+static void setup(void)
+{
+	tu_gate_init(&gate);
+}
+
+TestSuite(metrics, .init = setup, .timeout = 60);
+
+/* Runs a shell command with `input` on stdin; returns its exit status and
+ * its output (stdout and stderr) in out. */
+static int run_with_input(const char *cmd, const char *input, char *out, size_t cap)
+{
+	char path[] = "/tmp/blq-metrics-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	FILE *f = fdopen(fd, "w");
+	fputs(input, f);
+	fclose(f);
+	char full[512];
+	snprintf(full, sizeof(full), "%s < %s 2>&1", cmd, path);
+	FILE *p = popen(full, "r");
+	cr_assert_not_null(p);
+	size_t n = fread(out, 1, cap - 1, p);
+	out[n] = '\0';
+	int status = pclose(p);
+	unlink(path);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static char text[1 << 16];
+
+Test(metrics, two_live_queues_promtool_and_the_python_parser)
+{
+	blq_error err;
+	blq_prom *r = blq_prom_new(&err);
+	cr_assert_not_null(r);
+	blq_discard drop;
+	blq_discard_init(&drop, tu_item_free);
+
+	blq_config a = {.name = "alpha", .capacity = 2, .workers = 1, .worker = worker,
+			.item_free = tu_item_free, .dlq = blq_discard_enqueuer(&drop)};
+	a.metrics = blq_prom_queue_writer(r, "alpha", &err);
+	cr_assert_not_null(a.metrics, "%s", err.msg);
+	blq *qa = blq_new(&a, &err);
+	cr_assert_not_null(qa, "%s", err.msg);
+	blq_config b = a;
+	b.name = "we\"ird\\q";
+	b.capacity = 8;
+	b.dlq = (blq_enqueuer){0};
+	b.metrics = blq_prom_queue_writer(r, b.name, &err);
+	cr_assert_not_null(b.metrics, "%s", err.msg);
+	blq *qb = blq_new(&b, &err);
+	cr_assert_not_null(qb, "%s", err.msg);
+	cr_assert_eq(blq_prom_watch(r, qa), 0);
+	cr_assert_eq(blq_prom_watch(r, qb), 0);
+
+	/* alpha: item 0 taken and parked, 1 and 2 fill it, 3 and 4 leak. */
+	cr_assert_eq(blq_enqueue(qa, tu_item_new(0)), 0);
+	cr_assert(TU_WAIT_FOR(atomic_load(&gate.waiting) == 1, 2000));
+	for (uint64_t i = 1; i <= 4; i++)
+		cr_assert_eq(blq_enqueue(qa, tu_item_new(i)), 0);
+	for (uint64_t i = 10; i < 13; i++)
+		cr_assert_eq(blq_enqueue(qb, tu_item_new(i)), 0);
+
+	int n = blq_prom_render(r, text, sizeof(text));
+	cr_assert(n > 0 && (size_t)n < sizeof(text));
+	cr_expect(strstr(text, "queue_size{queue=\"alpha\"} 2\n") != NULL, "%s", text);
+	cr_expect(strstr(text, "queue_capacity{queue=\"alpha\"} 2\n") != NULL);
+	cr_expect(strstr(text, "queue_workers_active{queue=\"alpha\"} 1\n") != NULL);
+
+	tu_gate_open(&gate);
+	blq_close(qa);
+	blq_close(qb);
+	n = blq_prom_render(r, text, sizeof(text));
+	cr_assert(n > 0 && (size_t)n < sizeof(text));
+	static const char *const want[] = {
+		"queue_in_total{queue=\"alpha\"} 5\n",
+		"queue_out_total{queue=\"alpha\"} 3\n",
+		"queue_leak_total{queue=\"alpha\",dir=\"rear\"} 2\n",
+		"queue_leak_total{queue=\"alpha\",dir=\"front\"} 0\n",
+		"queue_failed_total{queue=\"alpha\"} 1\n",
+		"queue_lost_total{queue=\"alpha\"} 0\n",
+		"queue_exec_seconds_count{queue=\"alpha\"} 3\n",
+		"queue_wait_seconds_count{queue=\"alpha\"} 3\n",
+		"queue_exec_seconds_bucket{queue=\"alpha\",le=\"+Inf\"} 3\n",
+		"queue_size{queue=\"alpha\"} 0\n",
+		"queue_in_total{queue=\"we\\\"ird\\\\q\"} 3\n",
+		"queue_out_total{queue=\"we\\\"ird\\\\q\"} 3\n",
+		"# TYPE queue_wait_seconds histogram\n",
+		"# TYPE queue_in_total counter\n",
+		"# TYPE queue_size gauge\n",
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		cr_expect(strstr(text, want[i]) != NULL, "missing: %s", want[i]);
+
+	char out[8192];
+	int rc = run_with_input("promtool check metrics", text, out, sizeof(out));
+	cr_expect_eq(rc, 0, "promtool: %s", out);
+	cr_expect_eq(strlen(out), 0, "promtool printed (lint warnings?): %s", out);
+
+	/* Debian's python, where python3-prometheus-client is installed. */
+	rc = run_with_input(
+		"/usr/bin/python3 -c 'import sys; from prometheus_client.parser import "
+		"text_string_to_metric_families as parse; "
+		"fams = list(parse(sys.stdin.read())); "
+		"v = {(s.name, tuple(sorted(s.labels.items()))): s.value for f in fams for s in f.samples}; "
+		"print(len(fams), int(v[(\"queue_in_total\", ((\"queue\", \"alpha\"),))]), "
+		"int(v[(\"queue_in_total\", ((\"queue\", \"we\\\"ird\\\\q\"),))]))'",
+		text, out, sizeof(out));
+	cr_expect_eq(rc, 0, "python parser: %s", out);
+	cr_expect_str_eq(out, "15 5 3\n", "families, alpha's in, the odd name's in");
+
+	blq_prom_unwatch(r, qa);
+	blq_prom_unwatch(r, qb);
+	blq_free(qa);
+	blq_free(qb);
+	blq_prom_free(r);
+}
+
+Test(metrics, histogram_buckets_and_cut_output)
+{
+	blq_prom *r = blq_prom_new(NULL);
+	const blq_metrics_writer *w = blq_prom_queue_writer(r, "h", NULL);
+	static const uint64_t ns[] = {50000, 100000, 100001, 3000000, 7000000000ull};
+
+	for (size_t i = 0; i < 5; i++)
+		w->queue_exec(w->ctx, "h", ns[i], 0);
+	int n = blq_prom_render(r, text, sizeof(text));
+	cr_assert(n > 0 && (size_t)n < sizeof(text));
+	/* 50 us and 100 us fall in le=0.0001; 100.001 us in 0.00025; 3 ms in
+	 * 0.005; 7 s only in +Inf. Buckets are cumulative. */
+	cr_expect(strstr(text, "queue_exec_seconds_bucket{queue=\"h\",le=\"0.0001\"} 2\n"));
+	cr_expect(strstr(text, "queue_exec_seconds_bucket{queue=\"h\",le=\"0.00025\"} 3\n"));
+	cr_expect(strstr(text, "queue_exec_seconds_bucket{queue=\"h\",le=\"0.0025\"} 3\n"));
+	cr_expect(strstr(text, "queue_exec_seconds_bucket{queue=\"h\",le=\"0.005\"} 4\n"));
+	cr_expect(strstr(text, "queue_exec_seconds_bucket{queue=\"h\",le=\"5\"} 4\n"));
+	cr_expect(strstr(text, "queue_exec_seconds_bucket{queue=\"h\",le=\"+Inf\"} 5\n"));
+	cr_expect(strstr(text, "queue_exec_seconds_sum{queue=\"h\"} 7.003250001\n"), "%s", text);
+	cr_expect(strstr(text, "queue_exec_seconds_count{queue=\"h\"} 5\n"));
+
+	char small[16];
+	cr_expect_eq(blq_prom_render(r, small, sizeof(small)), n, "full length when cut");
+	cr_expect_eq(strlen(small), sizeof(small) - 1);
+	blq_prom_free(r);
+}
+
+Test(metrics, bad_names_are_refused)
+{
+	blq_prom *r = blq_prom_new(NULL);
+	blq_error err;
+
+	cr_expect_not_null(blq_prom_queue_writer(r, "q", &err));
+	cr_expect_null(blq_prom_queue_writer(r, "q", &err));
+	cr_expect_str_eq(err.msg, "prometheus: queue \"q\": already has a writer");
+	cr_expect_null(blq_prom_queue_writer(r, "", &err));
+	cr_expect_str_eq(err.msg, "prometheus: queue: must be 1..63 bytes");
+	cr_expect_eq(blq_prom_render(NULL, NULL, 0), BLQ_EINVAL);
+	cr_expect_eq(blq_prom_watch(r, NULL), BLQ_EINVAL);
+	blq_prom_free(r);
+	blq_prom_free(NULL);
+}
