@@ -310,12 +310,43 @@ static int idle_balanced(void)
 	return 0;
 }
 
+/* W1-PROM: W1 with the Prometheus writer attached, round-robin with plain
+ * W1 in the same run, and their ratio. */
+static int w1_prom(size_t items, unsigned rounds)
+{
+	bench_shape s = {.producers = 2, .workers = 2, .items = items ? items : 2000000,
+			 .capacity = 1024, .task = tiny_task};
+	blq_config plain = {.name = "bench"};
+	blq_prom *reg = blq_prom_new(NULL);
+	blq_config prom = plain;
+	double with[64], without[64], a_with[64];
+	uint64_t run_allocs;
+
+	if (reg == NULL || (prom.metrics = blq_prom_queue_writer(reg, "bench", NULL)) == NULL)
+		return -1;
+	for (unsigned r = 0; r < rounds; r++) {
+		int64_t t0 = bench_run_blq(&s, &plain, &run_allocs);
+		int64_t t1 = bench_run_blq(&s, &prom, &run_allocs);
+		if (t0 < 0 || t1 < 0)
+			return -1;
+		without[r] = (double)t0 / (double)s.items;
+		with[r] = (double)t1 / (double)s.items;
+		a_with[r] = (double)run_allocs / (double)s.items;
+	}
+	double w = median(with, rounds), wo = median(without, rounds);
+	printf("BENCH W1-PROM blq ns_per_item=%.1f items_per_s=%.0f allocs_per_item=%.6g "
+	       "w1_ns_per_item=%.1f w1_ratio=%.3f rounds=%u\n",
+	       w, 1e9 / w, median(a_with, rounds), wo, w / wo, rounds);
+	blq_prom_free(reg);
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: blq-bench [--compare] [--rounds N] [--items N] [WORKLOAD...]\n"
 		"\n"
-		"Workloads (default: W1 W2 W3 W4 IDLE-BALANCED):\n"
+		"Workloads (default: all):\n"
 		"  W1   tiny tasks: 2 producers, 2,000,000 items, capacity 1024,\n"
 		"       2 fixed workers, ~50 ns task body\n"
 		"  W2   as W1 with a balanced pool, workers_min 1, workers_max 8\n"
@@ -325,6 +356,8 @@ static void usage(FILE *f)
 		"  W4   slow tasks: 20,000 items that each sleep 100 us, balanced 1..8,\n"
 		"       default 1 s heartbeat (--compare: a fixed pool of 8 GLib threads)\n"
 		"  IDLE-BALANCED  CPU of an idle balanced queue over 5 s (getrusage)\n"
+		"  W1-PROM  W1 with the Prometheus writer attached, round-robin with\n"
+		"       plain W1; prints w1_ratio\n"
 		"\n"
 		"Options:\n"
 		"  --compare   also run the other systems round-robin with blq and print\n"
@@ -348,8 +381,8 @@ int main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	static const char *const names[] = {"W1", "W2", "W3", "W4", "IDLE-BALANCED"};
-	enum { W1, W2, W3, W4, IDLE, NWL };
+	static const char *const names[] = {"W1", "W2", "W3", "W4", "IDLE-BALANCED", "W1-PROM"};
+	enum { W1, W2, W3, W4, IDLE, W1PROM, NWL };
 	bool compare = false, want[NWL] = {false};
 	unsigned rounds = 5;
 	size_t items = 0;
@@ -463,6 +496,8 @@ int main(int argc, char **argv)
 			return 1;
 	}
 	if (want[IDLE] && idle_balanced() != 0)
+		return 1;
+	if (want[W1PROM] && w1_prom(items, rounds) != 0)
 		return 1;
 	return 0;
 }

@@ -185,3 +185,59 @@ Test(metrics, bad_names_are_refused)
 	blq_prom_free(r);
 	blq_prom_free(NULL);
 }
+
+/* A logger that keeps the lines. */
+typedef struct lines {
+	pthread_mutex_t mu;
+	char text[1 << 14];
+	size_t n;
+} lines;
+
+static void keep(void *ctx, int level, const char *fmt, va_list ap)
+{
+	lines *l = ctx;
+	char line[256];
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	pthread_mutex_lock(&l->mu);
+	l->n += (size_t)snprintf(l->text + l->n, sizeof(l->text) - l->n, "%d %s\n", level, line);
+	pthread_mutex_unlock(&l->mu);
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	return n;
+}
+
+Test(metrics, the_log_writer_logs_each_event)
+{
+	lines l = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	blq_log_writer lw;
+	blq_discard drop;
+	blq_discard_init(&drop, tu_item_free);
+	blq_config c = {.name = "logged", .capacity = 2, .workers = 1, .worker = worker,
+			.item_free = tu_item_free, .dlq = blq_discard_enqueuer(&drop)};
+	c.metrics = blq_log_writer_init(&lw, (blq_logger){.log = keep, .ctx = &l});
+	blq *q = blq_new(&c, NULL);
+	cr_assert_not_null(q);
+
+	cr_assert_eq(blq_enqueue(q, tu_item_new(0)), 0);
+	cr_assert(TU_WAIT_FOR(atomic_load(&gate.waiting) == 1, 2000));
+	for (uint64_t i = 1; i <= 3; i++)
+		cr_assert_eq(blq_enqueue(q, tu_item_new(i)), 0);
+	tu_gate_open(&gate);
+	blq_free(q);
+	/* 4 accepted, 1 leaked at the rear, 3 run (item 1 fails). */
+	cr_expect_eq(count(l.text, "4 queue=logged event=put\n"), 4, "%s", l.text);
+	cr_expect_eq(count(l.text, "queue=logged event=leak dir=rear\n"), 1);
+	cr_expect_eq(count(l.text, "queue=logged event=pull wait_ns="), 3);
+	cr_expect_eq(count(l.text, "failed=1\n"), 1);
+	cr_expect_eq(count(l.text, "failed=0\n"), 2);
+	cr_expect_eq(count(l.text, "queue=logged event=worker_init worker=0\n"), 1);
+	cr_expect_eq(count(l.text, "queue=logged event=worker_stop worker=0 forced=0\n"), 1);
+	cr_expect_eq(count(l.text, "queue=logged event=worker_setup active=1 asleep=0 idle=0\n"), 1);
+}

@@ -5,7 +5,11 @@
 #ifndef BLQ_LOG_H
 #define BLQ_LOG_H
 
+
 #include <stdarg.h>
+
+#include <blq/export.h>
+#include <blq/metrics.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -26,6 +30,28 @@ typedef struct blq_logger {
 	/* Messages above this level are not formatted; 0 means BLQ_LOG_INFO. */
 	int level;
 } blq_logger;
+
+/**
+ * blq_stderr_logger() - a ready logger: one line per message on stderr,
+ * "blq <LEVEL>: <message>", written with a single call so lines from
+ * several threads do not interleave. Messages above @level are dropped.
+ */
+BLQ_API blq_logger blq_stderr_logger(int level);
+
+/* A metrics writer that turns every event into a log line, for debugging. */
+typedef struct blq_log_writer {
+	blq_metrics_writer writer; /* what blq_config.metrics points at */
+	blq_logger logger;
+} blq_log_writer;
+
+/**
+ * blq_log_writer_init() - make @lw log every event through @logger at
+ * BLQ_LOG_DEBUG, as "queue=<name> event=<event> [key=value ...]", e.g.
+ * "queue=jobs event=pull wait_ns=1200" or "queue=jobs event=leak dir=rear".
+ * @lw: caller's storage; must outlive the queues using it.
+ * Return: &lw->writer, for blq_config.metrics.
+ */
+BLQ_API const blq_metrics_writer *blq_log_writer_init(blq_log_writer *lw, blq_logger logger);
 
 #ifdef __cplusplus
 }

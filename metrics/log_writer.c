@@ -1,0 +1,158 @@
+/* The log writer (every event as a log line) and the ready stderr logger. */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <blq/log.h>
+
+static const char *level_name(int level)
+{
+	switch (level) {
+	case BLQ_LOG_ERROR:
+		return "ERROR";
+	case BLQ_LOG_WARN:
+		return "WARN";
+	case BLQ_LOG_INFO:
+		return "INFO";
+	default:
+		return "DEBUG";
+	}
+}
+
+static void stderr_log(void *ctx, int level, const char *fmt, va_list ap)
+{
+	char line[512];
+	int max = (int)(intptr_t)ctx;
+
+	if (level > max)
+		return;
+	int n = snprintf(line, sizeof(line), "blq %s: ", level_name(level));
+	if (n < 0 || (size_t)n >= sizeof(line))
+		return;
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	/* One write per line, so lines of concurrent threads stay whole. */
+	fprintf(stderr, "%s\n", line);
+}
+
+blq_logger blq_stderr_logger(int level)
+{
+	return (blq_logger){.log = stderr_log, .ctx = (void *)(intptr_t)level, .level = level};
+}
+
+static void logf_(const blq_log_writer *lw, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void logf_(const blq_log_writer *lw, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (lw->logger.log == NULL)
+		return;
+	va_start(ap, fmt);
+	lw->logger.log(lw->logger.ctx, BLQ_LOG_DEBUG, fmt, ap);
+	va_end(ap);
+}
+
+static void w_setup(void *c, const char *q, unsigned a, unsigned s, unsigned i)
+{
+	logf_(c, "queue=%s event=worker_setup active=%u asleep=%u idle=%u", q, a, s, i);
+}
+
+static void w_init(void *c, const char *q, unsigned w)
+{
+	logf_(c, "queue=%s event=worker_init worker=%u", q, w);
+}
+
+static void w_sleep(void *c, const char *q, unsigned w)
+{
+	logf_(c, "queue=%s event=worker_sleep worker=%u", q, w);
+}
+
+static void w_wakeup(void *c, const char *q, unsigned w)
+{
+	logf_(c, "queue=%s event=worker_wakeup worker=%u", q, w);
+}
+
+static void w_wait(void *c, const char *q, unsigned w, uint64_t ns)
+{
+	logf_(c, "queue=%s event=worker_wait worker=%u ns=%llu", q, w, (unsigned long long)ns);
+}
+
+static void w_stop(void *c, const char *q, unsigned w, int forced)
+{
+	logf_(c, "queue=%s event=worker_stop worker=%u forced=%d", q, w, forced);
+}
+
+static void q_put(void *c, const char *q)
+{
+	logf_(c, "queue=%s event=put", q);
+}
+
+static void q_pull(void *c, const char *q, uint64_t wait_ns)
+{
+	logf_(c, "queue=%s event=pull wait_ns=%llu", q, (unsigned long long)wait_ns);
+}
+
+static void q_retry(void *c, const char *q, uint64_t delay_ns)
+{
+	logf_(c, "queue=%s event=retry delay_ns=%llu", q, (unsigned long long)delay_ns);
+}
+
+static void q_leak(void *c, const char *q, enum blq_leak_dir dir)
+{
+	logf_(c, "queue=%s event=leak dir=%s", q, dir == BLQ_LEAK_FRONT ? "front" : "rear");
+}
+
+static void q_deadline(void *c, const char *q)
+{
+	logf_(c, "queue=%s event=deadline", q);
+}
+
+static void q_lost(void *c, const char *q)
+{
+	logf_(c, "queue=%s event=lost", q);
+}
+
+static void q_exec(void *c, const char *q, uint64_t ns, int failed)
+{
+	logf_(c, "queue=%s event=exec ns=%llu failed=%d", q, (unsigned long long)ns, failed);
+}
+
+static void s_put(void *c, const char *q, const char *s)
+{
+	logf_(c, "queue=%s event=subq_put subq=%s", q, s);
+}
+
+static void s_pull(void *c, const char *q, const char *s)
+{
+	logf_(c, "queue=%s event=subq_pull subq=%s", q, s);
+}
+
+static void s_leak(void *c, const char *q, const char *s)
+{
+	logf_(c, "queue=%s event=subq_leak subq=%s", q, s);
+}
+
+const blq_metrics_writer *blq_log_writer_init(blq_log_writer *lw, blq_logger logger)
+{
+	lw->logger = logger;
+	lw->writer = (blq_metrics_writer){
+		.ctx = lw,
+		.worker_setup = w_setup,
+		.worker_init = w_init,
+		.worker_sleep = w_sleep,
+		.worker_wakeup = w_wakeup,
+		.worker_wait = w_wait,
+		.worker_stop = w_stop,
+		.queue_put = q_put,
+		.queue_pull = q_pull,
+		.queue_retry = q_retry,
+		.queue_leak = q_leak,
+		.queue_deadline = q_deadline,
+		.queue_lost = q_lost,
+		.queue_exec = q_exec,
+		.subq_put = s_put,
+		.subq_pull = s_pull,
+		.subq_leak = s_leak,
+	};
+	return &lw->writer;
+}
