@@ -7,7 +7,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
-#include "test_util.h"
+#include "suite_util.h"
 
 /* Internal: one heartbeat's work, run on the calling thread. */
 void blq__calibrate(blq *q);
@@ -72,23 +72,6 @@ static blq_config balanced_cfg(size_t cap, unsigned min, unsigned max)
 	c.clock.now_ns = fake_mono;
 	c.clock.wall_ns = fake_wall;
 	return c;
-}
-
-static blq *must_new(const blq_config *c)
-{
-	blq_error err;
-	blq *q = blq_new(c, &err);
-
-	cr_assert_not_null(q, "blq_new: %s", err.msg);
-	return q;
-}
-
-static struct blq_stats stats(blq *q)
-{
-	struct blq_stats s;
-
-	blq_stats(q, &s);
-	return s;
 }
 
 /* Waits until the threads report what the balancer asked. */

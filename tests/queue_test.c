@@ -6,7 +6,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "test_util.h"
+#include "suite_util.h"
 
 /* A DLQ that records the ids it receives (and owns their payloads). */
 typedef struct rec {
@@ -120,15 +120,6 @@ static blq_config cfg_for(wctx *w, size_t cap, unsigned workers)
 	c.worker_ctx = w;
 	c.item_free = tu_item_free;
 	return c;
-}
-
-static blq *must_new(const blq_config *c)
-{
-	blq_error err;
-	blq *q = blq_new(c, &err);
-
-	cr_assert_not_null(q, "blq_new: %s", err.msg);
-	return q;
 }
 
 static void expect_balanced(blq *q)

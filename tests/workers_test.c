@@ -2,24 +2,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "test_util.h"
-
-static blq *must_new(const blq_config *c)
-{
-	blq_error err;
-	blq *q = blq_new(c, &err);
-
-	cr_assert_not_null(q, "blq_new: %s", err.msg);
-	return q;
-}
-
-static struct blq_stats stats(blq *q)
-{
-	struct blq_stats s;
-
-	blq_stats(q, &s);
-	return s;
-}
+#include "suite_util.h"
 
 /* The last worker of a tree: takes the payload and frees it. */
 static _Atomic uint64_t sunk;
