@@ -53,7 +53,7 @@ int blq_status_json(const blq *q, char *buf, size_t len)
 	pthread_mutex_unlock((pthread_mutex_t *)&q->mu);
 	return snprintf(buf, len,
 			"{\"name\":\"%s\",\"status\":\"%s\",\"capacity\":%zu,\"size\":%zu,"
-			"\"rate\":%.4f,\"leaky\":%s,"
+			"\"rate\":%.4f,\"leaky\":%s,\"balanced\":%s,\"throttled\":%s,\"paused\":%s,"
 			"\"workers\":{\"active\":%u,\"asleep\":%u,\"idle\":%u},"
 			"\"in\":%llu,\"processed\":%llu,\"failed\":%llu,\"leaked\":%llu,"
 			"\"leaked_rear\":%llu,\"leaked_front\":%llu,\"leaked_failed\":%llu,"
@@ -61,7 +61,8 @@ int blq_status_json(const blq *q, char *buf, size_t len)
 			"\"expired\":%llu,\"lost\":%llu,\"retried\":%llu}",
 			name, state, st.capacity, st.size,
 			st.capacity ? (double)st.size / (double)st.capacity : 0.0,
-			q->leaky ? "true" : "false", st.workers_active, st.workers_asleep,
+			q->leaky ? "true" : "false", q->balanced ? "true" : "false",
+			st.throttled ? "true" : "false", st.paused ? "true" : "false", st.workers_active, st.workers_asleep,
 			st.workers_idle, (unsigned long long)st.in, (unsigned long long)st.processed,
 			(unsigned long long)st.failed, (unsigned long long)st.leaked,
 			(unsigned long long)st.leaked_rear, (unsigned long long)st.leaked_front,
