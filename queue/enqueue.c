@@ -146,15 +146,12 @@ static void accepted(blq *q)
 		m->queue_put(m->ctx, q->name);
 }
 
-/* Enqueue-side balancing (balancer.c): start a worker when none is active;
- * every 64th item per cell, grow the pool when the fill rate reached the
- * wakeup factor. `n` is this cell's count before the item. */
+/* Enqueue-side balancing (balancer.c): every 64th item per cell, grow the
+ * pool when the fill rate reached the wakeup factor. `n` is this cell's
+ * count before the item. (Starting a worker when none is active happens in
+ * enqueue_item, before the producer counts itself out.) */
 static void balance_hint(blq *q, uint64_t n)
 {
-	if (atomic_load_explicit(&q->n_active, memory_order_acquire) == 0) {
-		blq__scale_up_hint(q);
-		return;
-	}
 	if ((n & 63) != 63)
 		return;
 	uint64_t wake = atomic_load_explicit(&q->wakeup_permille, memory_order_relaxed);
