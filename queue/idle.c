@@ -16,6 +16,12 @@ int blq_pause(blq *q)
 	if (atomic_load_explicit(&q->closed, memory_order_acquire))
 		return BLQ_ECLOSED;
 	atomic_store_explicit(&q->paused, 1, memory_order_seq_cst);
+	/* A close that came in between ends the pause it did not see. */
+	if (atomic_load_explicit(&q->closed, memory_order_seq_cst)) {
+		atomic_store_explicit(&q->paused, 0, memory_order_seq_cst);
+		blq__ec_notify(&q->pause_ec, 0);
+		return BLQ_ECLOSED;
+	}
 	blq__log(q, BLQ_LOG_INFO, "queue %s: paused", q->name);
 	return 0;
 }

@@ -99,6 +99,13 @@ static bool forced(const blq *q)
 	return atomic_load_explicit(&q->forced, memory_order_acquire) != 0;
 }
 
+/* Paused and not closing: a close ends a pause (the drain needs us). */
+static bool paused(const blq *q)
+{
+	return atomic_load_explicit(&q->paused, memory_order_seq_cst) &&
+	       !atomic_load_explicit(&q->closed, memory_order_seq_cst);
+}
+
 /* An item taken but not run when a force close came: as if still queued. */
 static void abandon(blq *q, blq__worker *w, const blq__item *it)
 {
@@ -240,14 +247,13 @@ static bool next_item(blq *q, blq__worker *w, blq__item *it)
 				return false;
 			continue;
 		}
-		if (atomic_load_explicit(&q->paused, memory_order_relaxed) &&
-		    !atomic_load_explicit(&q->closed, memory_order_relaxed)) {
+		if (paused(q)) {
 			wait_resume(q);
 			continue;
 		}
 		if (blq__pop_any(q, home, it) || spin_pop(q, home, it))
 			return true;
-		if (atomic_load_explicit(&q->paused, memory_order_relaxed))
+		if (paused(q))
 			continue; /* paused while we looked: stop taking */
 		uint32_t snap = blq__ec_prepare(&q->items_ec);
 		if (blq__pop_any(q, home, it)) {
@@ -268,7 +274,7 @@ static bool next_item(blq *q, blq__worker *w, blq__item *it)
 			return got;
 		}
 		if (forced(q) || atomic_load_explicit(&w->cmd, memory_order_acquire) != BLQ__CMD_RUN ||
-		    atomic_load_explicit(&q->paused, memory_order_seq_cst)) {
+		    paused(q)) {
 			blq__ec_cancel(&q->items_ec);
 			continue;
 		}
@@ -296,8 +302,7 @@ void *blq__worker_main(void *arg)
 		/* Taken just as a pause began: hold it until the resume, so no
 		 * item starts while paused. A force close meanwhile ends it
 		 * like the items still queued. */
-		if (atomic_load_explicit(&q->paused, memory_order_relaxed) &&
-		    !atomic_load_explicit(&q->closed, memory_order_relaxed)) {
+		if (paused(q)) {
 			wait_resume(q);
 			if (forced(q)) {
 				abandon(q, w, &it);
