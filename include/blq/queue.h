@@ -303,7 +303,9 @@ BLQ_API int blq_force_close(blq *q);
 
 /**
  * blq_free() - close gracefully if still open, join every thread, free the
- * queue. NULL is a no-op.
+ * queue. NULL is a no-op. Call it only once every other call on @q (from
+ * any thread) has returned: a producer refused by the close may still be
+ * inside blq_enqueue when blq_close returns.
  * Return: 0; BLQ_EDEADLK when called from one of q's own workers (nothing
  * is freed then).
  */
