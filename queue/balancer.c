@@ -252,18 +252,33 @@ static void apply_bounds(blq *q, const blq__bounds *b)
 		shrink(q, active, b->max, true);
 }
 
+/* Logs what a calibration changed, at debug level. */
+static void log_change(blq *q, const char *who, double rate, unsigned a0, unsigned s0)
+{
+	unsigned a1, s1;
+
+	tally(q, &a1, &s1);
+	if (a1 != a0 || s1 != s0)
+		blq__log(q, BLQ_LOG_DEBUG,
+			 "queue %s: %s at rate %.2f: active %u -> %u, asleep %u -> %u", q->name,
+			 who, rate, a0, a1, s0, s1);
+}
+
 static void calibrate_locked(blq *q)
 {
 	uint64_t now = blq__now(q);
 	blq__bounds b = bounds_now(q, now);
 	double rate = fill_rate(q);
+	unsigned a0, s0;
 
+	tally(q, &a0, &s0);
 	atomic_store_explicit(&q->throttled, rate >= 1.0, memory_order_relaxed);
 	apply_bounds(q, &b);
 	reap_sleepers(q, &b, now);
 	scale_up(q, &b, rate);
 	scale_down(q, &b, rate, now);
 	q->hb_last = now;
+	log_change(q, "calibration", rate, a0, s0);
 }
 
 void blq__calibrate(blq *q)
@@ -296,9 +311,12 @@ void blq__scale_up_hint(blq *q)
 		return;
 	if (!q->pool_closed && !atomic_load_explicit(&q->forced, memory_order_acquire)) {
 		double rate = fill_rate(q);
+		unsigned a0, s0;
 
+		tally(q, &a0, &s0);
 		atomic_store_explicit(&q->throttled, rate >= 1.0, memory_order_relaxed);
 		scale_up(q, &q->bounds, rate);
+		log_change(q, "enqueue-side scale-up", rate, a0, s0);
 	}
 	pthread_mutex_unlock(&q->pool_mu);
 }

@@ -5,7 +5,9 @@
  * throttling, workers_min 0, schedule switches, pause/resume/wait_idle.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "suite_util.h"
 
@@ -120,9 +122,27 @@ Test(balancer, wakes_in_doubling_steps_as_the_rate_rises)
 	blq_free(q);
 }
 
+/* Keeps the queue's own log lines. */
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static char log_text[1 << 14];
+static size_t log_len;
+
+static void keep_log(void *ctx, int level, const char *fmt, va_list ap)
+{
+	char line[256];
+
+	(void)ctx;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	pthread_mutex_lock(&log_mu);
+	log_len += (size_t)snprintf(log_text + log_len, sizeof(log_text) - log_len, "%d %s\n",
+				    level, line);
+	pthread_mutex_unlock(&log_mu);
+}
+
 Test(balancer, enqueue_side_hint_grows_the_pool_without_a_heartbeat)
 {
 	blq_config c = balanced_cfg(1000, 1, 8);
+	c.logger = (blq_logger){.log = keep_log, .level = BLQ_LOG_DEBUG};
 	blq *q = must_new(&c);
 
 	/* 900 items from one thread: the 64-item samples see the rate cross
@@ -133,6 +153,14 @@ Test(balancer, enqueue_side_hint_grows_the_pool_without_a_heartbeat)
 	blq_close(q);
 	cr_expect_eq(stats(q).processed, 900);
 	blq_free(q);
+	/* The queue logged its own events: start, each scale-up, close. */
+	pthread_mutex_lock(&log_mu);
+	cr_expect(strstr(log_text, "3 queue bal: started, capacity 1000, workers 1..8 (balanced)\n"),
+		  "%s", log_text);
+	cr_expect(strstr(log_text, "4 queue bal: enqueue-side scale-up at rate 0.") != NULL);
+	cr_expect(strstr(log_text, "active 4 -> 8, asleep 0 -> 0\n") != NULL, "%s", log_text);
+	cr_expect(strstr(log_text, "3 queue bal: closed\n") != NULL);
+	pthread_mutex_unlock(&log_mu);
 }
 
 typedef struct burst {
