@@ -141,6 +141,16 @@ struct blq {
 	_Atomic int throttled;     /* the queue was full at the last look */
 	_Atomic unsigned wakeup_permille; /* bounds.wakeup * 1000, for enqueue-side hints */
 
+	/* Items accepted but held outside the rings: waiting in the timer
+	 * (delays, retry backoff), in QoS sub-queues, or in the hands of the
+	 * thread moving them into a ring. A mover counts an item here before
+	 * it leaves the place it was counted before, and uncounts it (seq_cst)
+	 * only after pushing it into a ring, then notifies items_ec (and, when
+	 * closed, blq__wake_all). So a worker that sees closed, no producer in
+	 * flight and staged == 0 knows the rings hold all there will be.
+	 * Counted in blq_size. */
+	alignas(BLQ__CACHELINE) _Atomic uint64_t staged;
+
 	unsigned nworkers; /* thread ceiling: max workers_max of config and schedule */
 	blq__worker *workers;
 	unsigned ncells; /* nworkers + BLQ__PRODUCER_CELLS + 1 (closer) */

@@ -226,6 +226,7 @@ size_t blq_size(const blq *q)
 		return 0;
 	for (unsigned i = 0; i < q->nrings; i++)
 		n += blq__ring_size(&q->rings[i]);
+	n += atomic_load_explicit(&q->staged, memory_order_relaxed);
 	return (size_t)n;
 }
 

@@ -264,10 +264,12 @@ static bool next_item(blq *q, blq__worker *w, blq__item *it)
 		 * nobody waits there). The outcome of our last item is counted
 		 * by now. */
 		blq__ec_notify(&q->idle_ec, 0);
-		/* Closing and no producer in flight: whatever the rings hold
-		 * now is all there will be; take it, or exit when empty. */
+		/* Closing, no producer in flight and nothing staged outside
+		 * the rings: whatever the rings hold now is all there will
+		 * be; take it, or exit when empty. */
 		if (atomic_load_explicit(&q->closed, memory_order_seq_cst) &&
-		    blq__inflight(q) == 0) {
+		    blq__inflight(q) == 0 &&
+		    atomic_load_explicit(&q->staged, memory_order_seq_cst) == 0) {
 			bool got = blq__pop_any(q, home, it);
 
 			blq__ec_cancel(&q->items_ec);
