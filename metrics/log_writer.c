@@ -97,6 +97,11 @@ static void q_retry(void *c, const char *q, uint64_t delay_ns)
 	logf_(c, "queue=%s event=retry delay_ns=%llu", q, (unsigned long long)delay_ns);
 }
 
+static void q_delayed(void *c, const char *q, uint64_t waited_ns)
+{
+	logf_(c, "queue=%s event=delayed waited_ns=%llu", q, (unsigned long long)waited_ns);
+}
+
 static void q_leak(void *c, const char *q, enum blq_leak_dir dir)
 {
 	logf_(c, "queue=%s event=leak dir=%s", q, dir == BLQ_LEAK_FRONT ? "front" : "rear");
@@ -146,6 +151,7 @@ const blq_metrics_writer *blq_log_writer_init(blq_log_writer *lw, blq_logger log
 		.queue_put = q_put,
 		.queue_pull = q_pull,
 		.queue_retry = q_retry,
+		.queue_delayed = q_delayed,
 		.queue_leak = q_leak,
 		.queue_deadline = q_deadline,
 		.queue_lost = q_lost,

@@ -32,7 +32,7 @@
 #define NAME_MAX_LEN 63
 
 enum { C_IN, C_OUT, C_RETRY, C_LEAK_REAR, C_LEAK_FRONT, C_DEADLINE, C_LOST, C_FAILED, NCOUNT };
-enum { H_WAIT, H_EXEC, H_RETRY, NHIST };
+enum { H_WAIT, H_EXEC, H_RETRY, H_DELAY, NHIST };
 
 /* Upper bounds in ns: 100 us .. 5 s. */
 static const uint64_t bucket_ns[] = {
@@ -113,6 +113,12 @@ static void on_retry(void *ctx, const char *q, uint64_t delay_ns)
 	observe(ctx, H_RETRY, delay_ns);
 }
 
+static void on_delayed(void *ctx, const char *q, uint64_t waited_ns)
+{
+	(void)q;
+	observe(ctx, H_DELAY, waited_ns);
+}
+
 static void on_leak(void *ctx, const char *q, enum blq_leak_dir dir)
 {
 	(void)q;
@@ -190,6 +196,7 @@ const blq_metrics_writer *blq_prom_queue_writer(blq_prom *r, const char *queue, 
 		.queue_put = on_put,
 		.queue_pull = on_pull,
 		.queue_retry = on_retry,
+		.queue_delayed = on_delayed,
 		.queue_leak = on_leak,
 		.queue_deadline = on_deadline,
 		.queue_lost = on_lost,
@@ -395,6 +402,8 @@ int blq_prom_render(blq_prom *r, char *buf, size_t len)
 		    H_WAIT);
 	hist_family(&o, r, "queue_exec_seconds", "Time a worker spent on an item.", H_EXEC);
 	hist_family(&o, r, "queue_retry_delay_seconds", "Backoff before a retry.", H_RETRY);
+	hist_family(&o, r, "queue_delay_seconds",
+		    "Time an item waited in the timer (a delay or a retry's backoff).", H_DELAY);
 	gauge_families(&o, r);
 	pthread_mutex_unlock(&r->mu);
 	if (len > 0 && o.n >= len)

@@ -16,6 +16,9 @@
  *   free it and count it lost. Other closers wait for CLOSED.
  * - A close called from one of the queue's own workers cannot wait for
  *   itself: it starts the close and returns; blq_free finishes.
+ * - The timer: a graceful close waits for delayed items and retries to
+ *   come due (the workers stay while q->staged is non-zero); a force stops
+ *   the timer thread and sweeps its items with the rings'.
  * - Balanced queues: a graceful close wakes the asleep workers so they
  *   help drain (and starts one if none exists while items wait); a force
  *   wakes them so they exit. Closing also ends a pause.
@@ -61,6 +64,7 @@ static void begin_close(blq *q, bool force)
 		blq__balance_on_close(q);
 	}
 	blq__wake_all(q);
+	blq__timer_kick(q); /* producers waiting for timer room refuse; a force stops it */
 	if (first)
 		blq__log(q, BLQ_LOG_INFO, "queue %s: closing", q->name);
 	if (force)
@@ -105,19 +109,13 @@ static void wait_producers(blq *q)
 static void sweep(blq *q)
 {
 	blq__cell *c = &q->cells[q->ncells - 1]; /* the closer's cell */
-	const blq_metrics_writer *m = q->cfg.metrics;
 	blq__item it;
 	uint64_t n = 0;
 
+	blq__timer_sweep(q, c);
 	while (blq__pop_any(q, 0, &it)) {
 		n++;
-		if (q->leaky) {
-			blq__to_dlq(q, c, it.payload, &c->leaked_closed, BLQ_LEAK_FRONT);
-			continue;
-		}
-		blq__drop(q, it.payload, &c->lost);
-		if (m != NULL && m->queue_lost != NULL)
-			m->queue_lost(m->ctx, q->name);
+		blq__abandon(q, c, &it);
 	}
 	if (n > 0)
 		blq__log(q, q->leaky ? BLQ_LOG_INFO : BLQ_LOG_WARN,
@@ -150,6 +148,9 @@ static void finish(blq *q)
 	 * its item (workers_min 0); joining waits for it to drain and exit. */
 	blq__pool_join_all(q);
 	blq__balancer_stop(q);
+	/* Graceful: the workers exited, so the timer is empty (they wait for
+	 * staged items). Forced: it stops now; the sweep takes what it held. */
+	blq__timer_stop(q);
 	sweep(q);
 
 	pthread_mutex_lock(&q->mu);

@@ -105,23 +105,108 @@ static int check_schedule(const blq_config *c, blq_error *err)
 	return 0;
 }
 
-/* Fields of features that later issues build; refused rather than ignored,
- * so nobody believes they are in force. */
-static int check_not_yet(const blq_config *c, blq_error *err)
+/* Intervals are unsigned: a negative number cast to unsigned lands far
+ * above the limit, so the message says so. */
+static int check_interval(uint64_t v, const char *field, blq_error *err)
 {
-	const char *fmt = "%s: not implemented yet in this version of blq";
-
-	if (c->max_retries != 0)
-		return blq__error_set(err, BLQ_ENOTSUP, fmt, "max_retries");
-	if (c->retry_interval_ns != 0)
-		return blq__error_set(err, BLQ_ENOTSUP, fmt, "retry_interval_ns");
-	if (c->backoff != BLQ_BACKOFF_NONE)
-		return blq__error_set(err, BLQ_ENOTSUP, fmt, "backoff");
-	if (c->jitter != BLQ_JITTER_NONE)
-		return blq__error_set(err, BLQ_ENOTSUP, fmt, "jitter");
-	if (c->delay_interval_ns != 0)
-		return blq__error_set(err, BLQ_ENOTSUP, fmt, "delay_interval_ns");
+	if (v > BLQ__INTERVAL_LIMIT)
+		return blq__error_set(err, BLQ_EINVAL,
+				      "%s: must be at most 1 year (%llu ns), got %llu "
+				      "(a negative value cast to unsigned?)",
+				      field, (unsigned long long)BLQ__INTERVAL_LIMIT,
+				      (unsigned long long)v);
 	return 0;
+}
+
+static int check_intervals(const blq_config *c, blq_error *err)
+{
+	const struct {
+		uint64_t v;
+		const char *field;
+	} all[] = {
+		{c->retry_interval_ns, "retry_interval_ns"},
+		{c->retry_max_interval_ns, "retry_max_interval_ns"},
+		{c->jitter_min_ns, "jitter_min_ns"},
+		{c->jitter_max_ns, "jitter_max_ns"},
+		{c->delay_interval_ns, "delay_interval_ns"},
+		{c->deadline_interval_ns, "deadline_interval_ns"},
+		{c->timeout_ns, "timeout_ns"},
+		{c->sleep_interval_ns, "sleep_interval_ns"},
+		{c->heartbeat_interval_ns, "heartbeat_interval_ns"},
+	};
+	int rc;
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if ((rc = check_interval(all[i].v, all[i].field, err)) != 0)
+			return rc;
+	if (c->deadline_interval_ns != 0 && c->deadline_interval_ns <= c->delay_interval_ns)
+		return blq__error_set(err, BLQ_EINVAL,
+				      "deadline_interval_ns: must be above delay_interval_ns (%llu), got "
+				      "%llu (every item would expire)",
+				      (unsigned long long)c->delay_interval_ns,
+				      (unsigned long long)c->deadline_interval_ns);
+	if (c->timer_capacity > BLQ__CAPACITY_LIMIT)
+		return blq__error_set(err, BLQ_EINVAL, "timer_capacity: must be <= %llu, got %zu",
+				      (unsigned long long)BLQ__CAPACITY_LIMIT, c->timer_capacity);
+	return 0;
+}
+
+static int check_backoff(const blq_config *c, blq_error *err)
+{
+	if ((unsigned)c->backoff > BLQ_BACKOFF_CUSTOM)
+		return blq__error_set(err, BLQ_EINVAL, "backoff: unknown kind %d", (int)c->backoff);
+	if (c->backoff == BLQ_BACKOFF_CUSTOM && c->backoff_fn == NULL)
+		return bad(err, "%s: BLQ_BACKOFF_CUSTOM needs backoff_fn", "backoff_fn");
+	if (c->backoff != BLQ_BACKOFF_CUSTOM && c->backoff_fn != NULL)
+		return bad(err, "%s: is set but backoff is not BLQ_BACKOFF_CUSTOM", "backoff_fn");
+	if (c->backoff != BLQ_BACKOFF_NONE && c->backoff != BLQ_BACKOFF_CUSTOM &&
+	    c->retry_interval_ns == 0)
+		return bad(err, "%s: needs retry_interval_ns (the backoff's base)", "backoff");
+	if (c->retry_max_interval_ns != 0 && c->retry_max_interval_ns < c->retry_interval_ns)
+		return blq__error_set(err, BLQ_EINVAL,
+				      "retry_max_interval_ns: must be >= retry_interval_ns (%llu), "
+				      "got %llu",
+				      (unsigned long long)c->retry_interval_ns,
+				      (unsigned long long)c->retry_max_interval_ns);
+	return 0;
+}
+
+static int check_jitter(const blq_config *c, blq_error *err)
+{
+	if ((unsigned)c->jitter > BLQ_JITTER_CUSTOM)
+		return blq__error_set(err, BLQ_EINVAL, "jitter: unknown kind %d", (int)c->jitter);
+	if (c->jitter == BLQ_JITTER_CUSTOM && c->jitter_fn == NULL)
+		return bad(err, "%s: BLQ_JITTER_CUSTOM needs jitter_fn", "jitter_fn");
+	if (c->jitter != BLQ_JITTER_CUSTOM && c->jitter_fn != NULL)
+		return bad(err, "%s: is set but jitter is not BLQ_JITTER_CUSTOM", "jitter_fn");
+	if (c->jitter != BLQ_JITTER_DECORRELATED) {
+		if (c->jitter_min_ns != 0)
+			return bad(err, "%s: only BLQ_JITTER_DECORRELATED uses it", "jitter_min_ns");
+		if (c->jitter_max_ns != 0)
+			return bad(err, "%s: only BLQ_JITTER_DECORRELATED uses it", "jitter_max_ns");
+		return 0;
+	}
+	if (c->jitter_max_ns == 0)
+		return bad(err, "%s: BLQ_JITTER_DECORRELATED needs a maximum", "jitter_max_ns");
+	uint64_t min = c->jitter_min_ns != 0 ? c->jitter_min_ns : c->retry_interval_ns;
+	if (min > c->jitter_max_ns)
+		return blq__error_set(err, BLQ_EINVAL,
+				      "jitter_min_ns: must be <= jitter_max_ns (%llu), got %llu%s",
+				      (unsigned long long)c->jitter_max_ns, (unsigned long long)min,
+				      c->jitter_min_ns == 0 ? " (from retry_interval_ns)" : "");
+	return 0;
+}
+
+static int check_retry(const blq_config *c, blq_error *err)
+{
+	int rc;
+
+	if (c->max_retries > BLQ__RETRIES_LIMIT)
+		return blq__error_set(err, BLQ_EINVAL, "max_retries: must be <= %u, got %u",
+				      BLQ__RETRIES_LIMIT, c->max_retries);
+	if ((rc = check_backoff(c, err)) != 0)
+		return rc;
+	return check_jitter(c, err);
 }
 
 int blq__config_check(const blq_config *c, blq_error *err)
@@ -149,10 +234,10 @@ int blq__config_check(const blq_config *c, blq_error *err)
 		return rc;
 	if ((rc = check_factors(c, err)) != 0)
 		return rc;
-	if ((unsigned)c->backoff > BLQ_BACKOFF_CUSTOM)
-		return blq__error_set(err, BLQ_EINVAL, "backoff: unknown kind %d", (int)c->backoff);
-	if ((unsigned)c->jitter > BLQ_JITTER_CUSTOM)
-		return blq__error_set(err, BLQ_EINVAL, "jitter: unknown kind %d", (int)c->jitter);
+	if ((rc = check_intervals(c, err)) != 0)
+		return rc;
+	if ((rc = check_retry(c, err)) != 0)
+		return rc;
 	if ((rc = check_leak(c, err)) != 0)
 		return rc;
 	if (c->clock.now_ns == NULL && c->clock.wall_ns == NULL && c->clock.ctx != NULL)
@@ -161,5 +246,5 @@ int blq__config_check(const blq_config *c, blq_error *err)
 		return rc;
 	if (c->logger.log == NULL && c->logger.ctx != NULL)
 		return bad(err, "%s: ctx is set but log is NULL", "logger");
-	return check_not_yet(c, err);
+	return 0;
 }

@@ -1,6 +1,5 @@
 /*
- * The producer side: enqueue, try-enqueue, leaking, and the outcome helpers
- * the workers and the closer share.
+ * The producer side: enqueue, try-enqueue, enqueue a job, and leaking.
  *
  * Fast path: count the producer in (`entered`, one locked add on its cell),
  * check the closed flag, push into a ring, count it out (`left`, a second
@@ -17,6 +16,10 @@
  * `left` before any `entered`, so it can over-count a producer that just
  * left (harmless: the reader looks again when woken) but never miss one
  * that is inside.
+ *
+ * Delayed items go to the timer (timer.c) instead of a ring, while the
+ * producer still counts as in flight, so they are in q->staged before it
+ * leaves (the close protocol above extends to them).
  */
 #include <sched.h>
 #include <stdint.h>
@@ -37,7 +40,7 @@ blq__cell *blq__producer_cell(blq *q)
 /* Round-robin start ring per producer thread, so streams spread the load. */
 static _Thread_local unsigned blq__tls_rr;
 
-static bool push_any(blq *q, const blq__item *it)
+bool blq__push_any(blq *q, const blq__item *it)
 {
 	unsigned n = q->nrings;
 
@@ -50,13 +53,21 @@ static bool push_any(blq *q, const blq__item *it)
 	return false;
 }
 
-static bool spin_push(blq *q, const blq__item *it)
+/* The condition a waiting pusher gives up on: a close for producers, only
+ * a force for the timer thread (a graceful close drains the timer). */
+static bool give_up(const blq *q, enum blq__mode mode)
+{
+	return atomic_load_explicit(mode == BLQ__TIMER ? &q->forced : &q->closed,
+				    memory_order_seq_cst) != 0;
+}
+
+static bool spin_push(blq *q, const blq__item *it, enum blq__mode mode)
 {
 	for (unsigned i = 0; i < BLQ__SPIN_ROUNDS; i++) {
-		if (atomic_load_explicit(&q->closed, memory_order_relaxed))
+		if (give_up(q, mode))
 			return false;
 		sched_yield();
-		if (push_any(q, it))
+		if (blq__push_any(q, it))
 			return true;
 	}
 	return false;
@@ -83,30 +94,6 @@ int64_t blq__inflight(const blq *q)
 	for (unsigned i = 0; i < q->ncells; i++)
 		entered += atomic_load_explicit(&q->cells[i].entered, memory_order_seq_cst);
 	return (int64_t)(entered - left);
-}
-
-void blq__drop(blq *q, void *payload, _Atomic uint64_t *counter)
-{
-	if (q->cfg.item_free != NULL)
-		q->cfg.item_free(payload);
-	blq__count_shared(counter);
-}
-
-void blq__to_dlq(blq *q, blq__cell *c, void *payload, _Atomic uint64_t *leak_counter, int dir)
-{
-	const blq_metrics_writer *m = q->cfg.metrics;
-
-	if (q->cfg.dlq.enqueue(q->cfg.dlq.self, payload) == 0) {
-		blq__count_shared(leak_counter);
-		if (m != NULL && m->queue_leak != NULL)
-			m->queue_leak(m->ctx, q->name, (enum blq_leak_dir)dir);
-		return;
-	}
-	/* The DLQ refused: we still own the payload. Never silent. */
-	blq__drop(q, payload, &c->lost);
-	blq__log(q, BLQ_LOG_WARN, "queue %s: DLQ refused an item; counted lost", q->name);
-	if (m != NULL && m->queue_lost != NULL)
-		m->queue_lost(m->ctx, q->name);
 }
 
 /* Counts the producer out; then, if it pushed, wakes a worker that sleeps.
@@ -169,18 +156,64 @@ static bool leak(blq *q, blq__cell *c, const blq__item *it)
 
 		for (unsigned a = 0; a < q->cfg.front_leak_attempts; a++) {
 			if (blq__pop_any(q, 0, &old))
-				blq__to_dlq(q, c, old.payload, &c->leaked_front, BLQ_LEAK_FRONT);
-			if (push_any(q, it))
+				blq__to_dlq(q, c, &old, &c->leaked_front, BLQ_LEAK_FRONT);
+			if (blq__push_any(q, it))
 				return true;
 		}
 	}
-	blq__to_dlq(q, c, it->payload, &c->leaked_rear, BLQ_LEAK_REAR);
+	blq__to_dlq(q, c, it, &c->leaked_rear, BLQ_LEAK_REAR);
 	return false;
 }
 
-enum { MODE_BLOCK, MODE_TRY };
 
-static int enqueue_item(blq *q, blq__item *it, int mode)
+int blq__place(blq *q, blq__cell *c, blq__item *it, enum blq__mode mode, bool *pushed)
+{
+	*pushed = false;
+	for (;;) {
+		if (blq__push_any(q, it)) {
+			*pushed = true;
+			return 0;
+		}
+		if (q->balanced)
+			blq__scale_up_hint(q); /* full: more hands, now */
+		if (q->leaky) {
+			*pushed = leak(q, c, it);
+			return 0;
+		}
+		if (mode == BLQ__TRY)
+			return BLQ_EFULL;
+		/* Slow path: a few yielding looks (the workers are draining;
+		 * yielding hands them our CPU), then sleep until a worker frees
+		 * room or we must give up, re-checking both after announcing
+		 * ourselves. */
+		if (spin_push(q, it, mode)) {
+			*pushed = true;
+			return 0;
+		}
+		uint32_t snap = blq__ec_prepare(&q->space_ec);
+		if (blq__push_any(q, it)) {
+			blq__ec_cancel(&q->space_ec);
+			*pushed = true;
+			return 0;
+		}
+		if (give_up(q, mode)) {
+			blq__ec_cancel(&q->space_ec);
+			return BLQ_ECLOSED;
+		}
+		blq__ec_wait(&q->space_ec, snap, 0);
+		if (give_up(q, mode))
+			return BLQ_ECLOSED;
+	}
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return b > UINT64_MAX - a ? UINT64_MAX : a + b;
+}
+
+/* `delay` is relative; it->deadline_ns arrives relative and leaves
+ * absolute. */
+static int enqueue_item(blq *q, blq__item *it, enum blq__mode mode, uint64_t delay)
 {
 	blq__cell *c = blq__producer_cell(q);
 	bool pushed = false;
@@ -199,57 +232,27 @@ static int enqueue_item(blq *q, blq__item *it, int mode)
 	if (q->balanced && (n & 63) == 63 &&
 	    blq__inflight(q) >= (int64_t)q->cfg.force_calibration_limit)
 		blq__calibrate_try(q);
-	/* Deadlines arrive relative; make them absolute on the queue's clock.
-	 * The clock is read only when something needs it. */
-	if (q->stamp || it->deadline_ns != 0) {
+	/* The clock is read only when something needs it. */
+	if (q->stamp || it->deadline_ns != 0 || delay != 0) {
 		uint64_t now = blq__now(q);
 
 		if (q->stamp)
 			it->enq_ns = now;
 		if (it->deadline_ns != 0)
-			it->deadline_ns = it->deadline_ns > UINT64_MAX - now ? UINT64_MAX
-									     : now + it->deadline_ns;
-	}
-	for (;;) {
-		if (push_any(q, it)) {
-			pushed = true;
-			break;
-		}
-		if (q->balanced)
-			blq__scale_up_hint(q); /* full: more hands, now */
-		if (q->leaky) {
-			pushed = leak(q, c, it);
-			break;
-		}
-		if (mode == MODE_TRY) {
-			rc = BLQ_EFULL;
-			break;
-		}
-		/* Slow path: a few yielding looks (the workers are draining;
-		 * yielding hands them our CPU), then sleep until a worker frees
-		 * room or the queue closes, re-checking both after announcing
-		 * ourselves. */
-		if (spin_push(q, it)) {
-			pushed = true;
-			break;
-		}
-		uint32_t snap = blq__ec_prepare(&q->space_ec);
-		if (push_any(q, it)) {
-			blq__ec_cancel(&q->space_ec);
-			pushed = true;
-			break;
-		}
-		if (atomic_load_explicit(&q->closed, memory_order_seq_cst)) {
-			blq__ec_cancel(&q->space_ec);
-			rc = BLQ_ECLOSED;
-			break;
-		}
-		blq__ec_wait(&q->space_ec, snap, 0);
-		if (atomic_load_explicit(&q->closed, memory_order_seq_cst)) {
-			rc = BLQ_ECLOSED;
-			break;
+			it->deadline_ns = add_sat(now, it->deadline_ns);
+		if (delay != 0) {
+			rc = blq__timer_add(q, it, add_sat(now, delay), mode);
+			if (rc == BLQ_EFULL && q->leaky) {
+				/* A full timer leaks the new item (rear),
+				 * whatever leak_direction says: its oldest
+				 * entries are the ones due next. */
+				blq__to_dlq(q, c, it, &c->leaked_rear, BLQ_LEAK_REAR);
+				rc = 0;
+			}
+			goto out;
 		}
 	}
+	rc = blq__place(q, c, it, mode, &pushed);
 	/* No active worker for our item (workers_min 0): start one while we
 	 * still count as in flight, so a close cannot finish before it. */
 	if (pushed && q->balanced && atomic_load_explicit(&q->n_active, memory_order_acquire) == 0)
@@ -266,7 +269,7 @@ out:
 	return rc;
 }
 
-static int enqueue_payload(blq *q, void *payload, int mode)
+static int enqueue_payload(blq *q, void *payload, enum blq__mode mode)
 {
 	if (q == NULL)
 		return BLQ_EINVAL;
@@ -274,34 +277,47 @@ static int enqueue_payload(blq *q, void *payload, int mode)
 	blq__item it = {
 		.payload = payload,
 		.deadline_ns = q->cfg.deadline_interval_ns,
+		.timeout_ns = q->cfg.timeout_ns,
 		.attempt = 1,
 	};
-	return enqueue_item(q, &it, mode);
+	return enqueue_item(q, &it, mode, q->cfg.delay_interval_ns);
 }
 
 int blq_enqueue(blq *q, void *payload)
 {
-	return enqueue_payload(q, payload, MODE_BLOCK);
+	return enqueue_payload(q, payload, BLQ__BLOCK);
 }
 
 int blq_try_enqueue(blq *q, void *payload)
 {
-	return enqueue_payload(q, payload, MODE_TRY);
+	return enqueue_payload(q, payload, BLQ__TRY);
+}
+
+int blq__enqueue_job_waiter(blq *q, const blq_job *job, struct blq__waiter *w)
+{
+	if (q == NULL || job == NULL)
+		return BLQ_EINVAL;
+	if (job->delay_ns > BLQ__INTERVAL_LIMIT || job->deadline_ns > BLQ__INTERVAL_LIMIT ||
+	    job->timeout_ns > BLQ__INTERVAL_LIMIT)
+		return BLQ_EINVAL; /* see blq_enqueue_job */
+
+	uint64_t delay = job->delay_ns != 0 ? job->delay_ns : q->cfg.delay_interval_ns;
+	blq__item it = {
+		.payload = job->payload,
+		.waiter = w,
+		.deadline_ns = job->deadline_ns != 0 ? job->deadline_ns : q->cfg.deadline_interval_ns,
+		.timeout_ns = job->timeout_ns != 0 ? job->timeout_ns : q->cfg.timeout_ns,
+		.attempt = 1,
+	};
+	/* A deadline at or before the delay would expire every time. */
+	if (it.deadline_ns != 0 && it.deadline_ns <= delay)
+		return BLQ_EINVAL;
+	return enqueue_item(q, &it, BLQ__BLOCK, delay);
 }
 
 int blq_enqueue_job(blq *q, const blq_job *job)
 {
-	if (q == NULL || job == NULL)
-		return BLQ_EINVAL;
-	if (job->delay_ns != 0)
-		return BLQ_ENOTSUP;
-
-	blq__item it = {
-		.payload = job->payload,
-		.deadline_ns = job->deadline_ns != 0 ? job->deadline_ns : q->cfg.deadline_interval_ns,
-		.attempt = 1,
-	};
-	return enqueue_item(q, &it, MODE_BLOCK);
+	return blq__enqueue_job_waiter(q, job, NULL);
 }
 
 static int enqueuer_cb(void *self, void *payload)

@@ -19,10 +19,15 @@
 #include "../util/thread.h"
 #include "ec.h"
 #include "ring.h"
+#include "timer.h"
 
 #define BLQ__NAME_MAX 63
 #define BLQ__WORKERS_LIMIT 1024u
 #define BLQ__CAPACITY_LIMIT (1ull << 30)
+/* Every interval of the config and of a job: a year. Larger values are
+ * mistakes (often a negative number cast to unsigned). */
+#define BLQ__INTERVAL_LIMIT (365ull * 24 * 3600 * 1000000000ull)
+#define BLQ__RETRIES_LIMIT 1000000u
 /* Looks (each a pause and a sched_yield) a thread makes before it sleeps
  * on an empty or full queue. */
 #define BLQ__SPIN_ROUNDS 16u
@@ -52,15 +57,17 @@ typedef struct blq__cell {
 	_Atomic uint64_t expired;
 	_Atomic uint64_t lost;
 	_Atomic uint64_t retried;
+	_Atomic uint64_t timed_out;
 } blq__cell;
 
 /* The handle a worker callback sees; one per worker, reused per item. */
 struct blq_task {
 	blq *queue;
 	uint64_t enq_ns;
+	uint64_t timeout_at; /* on the queue's clock; 0 = no timeout */
 	uint32_t attempt;
 	unsigned worker;
-	_Atomic int cancelled;
+	_Atomic int cancelled; /* raised by a force close */
 };
 
 /* A worker slot's thread, as the worker itself reports it. */
@@ -116,6 +123,7 @@ struct blq {
 	bool leaky;
 	bool stamp;    /* read the clock on enqueue */
 	bool balanced; /* workers_min < workers_max, or a schedule */
+	bool own_clock; /* cfg.clock.now_ns is the caller's, not CLOCK_MONOTONIC */
 	blq_schedule *schedule; /* a copy, or NULL */
 	uint64_t start_ns;      /* the queue's clock at creation (relative schedules) */
 
@@ -165,6 +173,8 @@ struct blq {
 	bool hb_started;
 	_Atomic uint64_t woken, slept, started_threads, stopped_threads;
 
+	blq__timer timer; /* delays and retry backoff (timer.c) */
+
 	pthread_mutex_t mu;
 	pthread_cond_t cond;      /* signalled when alive or state change */
 	unsigned alive;           /* worker threads not yet exited; under mu */
@@ -190,12 +200,53 @@ void blq__log(const blq *q, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 
-/* enqueue.c: outcomes shared with the workers and the closer. */
+/* enqueue.c */
 blq__cell *blq__producer_cell(blq *q);
-void blq__to_dlq(blq *q, blq__cell *c, void *payload, _Atomic uint64_t *leak_counter, int dir);
-void blq__drop(blq *q, void *payload, _Atomic uint64_t *counter);
+bool blq__push_any(blq *q, const blq__item *it);
 bool blq__pop_any(blq *q, unsigned start, blq__item *out);
 int64_t blq__inflight(const blq *q); /* producers inside enqueue */
+/* How blq__place waits for room: a producer's blocking enqueue (gives up
+ * on close), try-enqueue (never waits), or the timer thread (waits through
+ * a graceful close, gives up only on a force). */
+enum blq__mode { BLQ__BLOCK, BLQ__TRY, BLQ__TIMER };
+/* Puts the item into a ring, leaking (leaky queue) or waiting for room as
+ * the mode says. 0 with *pushed true (in a ring) or false (leaked: counted,
+ * owned by the DLQ); BLQ_EFULL (try) or BLQ_ECLOSED: not placed, the
+ * caller still holds the item. */
+int blq__place(blq *q, blq__cell *c, blq__item *it, enum blq__mode mode, bool *pushed);
+/* blq_enqueue_job with a wait record for blq_enqueue_wait (wait.c). */
+int blq__enqueue_job_waiter(blq *q, const blq_job *job, struct blq__waiter *w);
+
+/* outcome.c: the one place where items end (counts, frees, DLQ, metrics,
+ * and the blq_enqueue_wait caller). */
+void blq__processed(blq *q, blq__cell *own, const blq__item *it);
+void blq__drop(blq *q, const blq__item *it, _Atomic uint64_t *counter, enum blq_outcome o);
+void blq__lose(blq *q, blq__cell *c, const blq__item *it);
+void blq__to_dlq(blq *q, blq__cell *c, const blq__item *it, _Atomic uint64_t *leak_counter,
+		 enum blq_leak_dir dir);
+/* An item still queued at a force close: to the DLQ, or lost. */
+void blq__abandon(blq *q, blq__cell *c, const blq__item *it);
+
+/* wait.c */
+void blq__waiter_done(struct blq__waiter *w, enum blq_outcome o);
+
+/* retry.c: a failed attempt with retries left. True when the item went
+ * somewhere (the timer, a ring, the DLQ); false: no room anywhere, run it
+ * again now on this worker. */
+bool blq__retry(blq *q, blq__worker *w, blq__item *it);
+
+/* timer.c */
+int blq__timer_init(blq *q);
+void blq__timer_destroy(blq *q);
+/* Parks the item until `due` (queue clock). BLQ__BLOCK waits for room
+ * (BLQ_ECLOSED when the queue closes meanwhile); BLQ__TRY returns
+ * BLQ_EFULL. BLQ_ETHREAD / BLQ_ENOMEM when the thread or the heap cannot
+ * grow. On 0 the item counts in q->staged. */
+int blq__timer_add(blq *q, const blq__item *it, uint64_t due, enum blq__mode mode);
+void blq__timer_kick(blq *q);  /* look at the clock now (tests, close) */
+void blq__timer_stop(blq *q);  /* stop and join the thread */
+void blq__timer_sweep(blq *q, blq__cell *c); /* force close: abandon what is left */
+size_t blq__timer_size(blq *q);
 
 /* worker.c */
 bool blq__is_own_worker(const blq *q);

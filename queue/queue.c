@@ -56,6 +56,11 @@ static void apply_defaults(blq *q)
 		c->force_calibration_limit = 1000;
 	if (c->front_leak_attempts == 0)
 		c->front_leak_attempts = 5;
+	if (c->jitter == BLQ_JITTER_DECORRELATED && c->jitter_min_ns == 0)
+		c->jitter_min_ns = c->retry_interval_ns;
+	if (c->timer_capacity == 0)
+		c->timer_capacity = c->capacity;
+	q->own_clock = c->clock.now_ns != NULL;
 	if (c->clock.now_ns == NULL)
 		c->clock.now_ns = default_now;
 	if (c->clock.wall_ns == NULL)
@@ -144,6 +149,7 @@ static void destroy(blq *q, bool sync_ready)
 	free(q->cells);
 	free(q->workers);
 	blq_schedule_free(q->schedule);
+	blq__timer_destroy(q);
 	if (sync_ready) {
 		pthread_cond_destroy(&q->cond);
 		pthread_mutex_destroy(&q->pool_mu);
@@ -188,6 +194,11 @@ blq *blq_new(const blq_config *cfg, blq_error *err)
 	if (init_sync(q) != 0) {
 		blq__error_set(err, BLQ_ENOMEM, "queue: cannot initialise its mutex");
 		destroy(q, false);
+		return NULL;
+	}
+	if (blq__timer_init(q) != 0) {
+		blq__error_set(err, BLQ_ENOMEM, "queue: cannot initialise the timer's mutex");
+		destroy(q, true);
 		return NULL;
 	}
 	rc = blq__balancer_start(q, err);
@@ -279,6 +290,8 @@ int blq_stats(const blq *q, struct blq_stats *out)
 	out->expired = fold(q, offsetof(blq__cell, expired));
 	out->lost = fold(q, offsetof(blq__cell, lost));
 	out->retried = fold(q, offsetof(blq__cell, retried));
+	out->timed_out = fold(q, offsetof(blq__cell, timed_out));
+	out->delayed = blq__timer_size((blq *)q);
 	out->size = blq_size(q);
 	out->capacity = q->cfg.capacity;
 	blq__pool_counts(q, &out->workers_active, &out->workers_asleep, &out->workers_idle);
@@ -306,9 +319,20 @@ unsigned blq_task_worker(const blq_task *t)
 	return t != NULL ? t->worker : 0;
 }
 
+bool blq_task_timed_out(const blq_task *t)
+{
+	return t != NULL && t->timeout_at != 0 && blq__now(t->queue) >= t->timeout_at;
+}
+
 bool blq_task_cancelled(const blq_task *t)
 {
-	return t != NULL && atomic_load_explicit(&t->cancelled, memory_order_acquire) != 0;
+	return t != NULL && (atomic_load_explicit(&t->cancelled, memory_order_acquire) != 0 ||
+			     blq_task_timed_out(t));
+}
+
+uint64_t blq_task_timeout_at_ns(const blq_task *t)
+{
+	return t != NULL ? t->timeout_at : 0;
 }
 
 blq *blq_task_queue(const blq_task *t)

@@ -26,17 +26,23 @@
 
 #define BLQ__CACHELINE 64
 
+struct blq__waiter;
+
 /* What the queue keeps per item, by value in the slot. */
 typedef struct blq__item {
 	void *payload;
+	struct blq__waiter *waiter; /* blq_enqueue_wait's caller, or NULL */
 	uint64_t enq_ns;      /* 0 unless the queue stamps items */
 	uint64_t deadline_ns; /* absolute on the queue's clock; 0 = none */
+	uint64_t timeout_ns;  /* run-time limit of one attempt; 0 = none */
+	uint64_t prev_delay;  /* the last retry's delay (decorrelated jitter) */
 	uint32_t attempt;     /* 1 on the first try */
-	uint32_t reserved;
 } blq__item;
 
+/* One cache line per slot: a producer filling slot i+1 does not steal the
+ * line a consumer reads slot i from. */
 typedef struct blq__slot {
-	_Atomic uint64_t seq;
+	alignas(BLQ__CACHELINE) _Atomic uint64_t seq;
 	blq__item item;
 } blq__slot;
 

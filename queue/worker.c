@@ -56,15 +56,19 @@ static void after_take(blq *q)
 		blq__ec_wake_slow(&q->space_ec, 0);
 }
 
-static void fail(blq *q, blq__worker *w, void *payload)
+/* The last allowed attempt failed. */
+static void fail(blq *q, blq__worker *w, const blq__item *it, bool timed_out)
 {
 	if (q->cfg.fail_to_dlq)
-		blq__to_dlq(q, w->cell, payload, &w->cell->leaked_failed, BLQ_LEAK_REAR);
+		blq__to_dlq(q, w->cell, it, &w->cell->leaked_failed, BLQ_LEAK_REAR);
 	else
-		blq__drop(q, payload, &w->cell->failed);
+		blq__drop(q, it, &w->cell->failed,
+			  timed_out ? BLQ_OUTCOME_TIMED_OUT : BLQ_OUTCOME_FAILED);
 }
 
-static void run_item(blq *q, blq__worker *w, const blq__item *it)
+/* Runs the attempts of one item until it is processed, fails for good, or
+ * leaves for a retry (the timer, a ring, the DLQ). */
+static void run_item(blq *q, blq__worker *w, blq__item *it)
 {
 	const blq_metrics_writer *m = q->cfg.metrics;
 	uint64_t t0 = 0;
@@ -73,25 +77,48 @@ static void run_item(blq *q, blq__worker *w, const blq__item *it)
 		t0 = blq__now(q);
 	if (m != NULL && m->queue_pull != NULL)
 		m->queue_pull(m->ctx, q->name, it->enq_ns != 0 && t0 > it->enq_ns ? t0 - it->enq_ns : 0);
-	if (it->deadline_ns != 0 && blq__now(q) >= it->deadline_ns) {
+	if (it->deadline_ns != 0 && (t0 != 0 ? t0 : blq__now(q)) >= it->deadline_ns) {
 		if (m != NULL && m->queue_deadline != NULL)
 			m->queue_deadline(m->ctx, q->name);
 		if (q->cfg.deadline_to_dlq)
-			blq__to_dlq(q, w->cell, it->payload, &w->cell->leaked_deadline,
-				    BLQ_LEAK_REAR);
+			blq__to_dlq(q, w->cell, it, &w->cell->leaked_deadline, BLQ_LEAK_REAR);
 		else
-			blq__drop(q, it->payload, &w->cell->expired);
+			blq__drop(q, it, &w->cell->expired, BLQ_OUTCOME_EXPIRED);
 		return;
 	}
-	w->task.enq_ns = it->enq_ns;
-	w->task.attempt = it->attempt;
-	int rc = q->cfg.worker(q->cfg.worker_ctx, it->payload, &w->task);
-	if (m != NULL && m->queue_exec != NULL)
-		m->queue_exec(m->ctx, q->name, blq__now(q) - t0, rc != 0);
-	if (rc == 0)
-		blq__count_own(&w->cell->processed);
-	else
-		fail(q, w, it->payload);
+	for (;;) {
+		w->task.enq_ns = it->enq_ns;
+		w->task.attempt = it->attempt;
+		/* Items without a timeout read no clock here. */
+		if (it->timeout_ns != 0) {
+			uint64_t start = blq__now(q);
+
+			w->task.timeout_at = it->timeout_ns > UINT64_MAX - start ? UINT64_MAX
+										 : start + it->timeout_ns;
+		}
+		int rc = q->cfg.worker(q->cfg.worker_ctx, it->payload, &w->task);
+		bool timed_out = w->task.timeout_at != 0 && blq__now(q) >= w->task.timeout_at;
+		w->task.timeout_at = 0;
+		if (m != NULL && m->queue_exec != NULL) {
+			uint64_t t1 = blq__now(q);
+
+			m->queue_exec(m->ctx, q->name, t1 - t0, rc != 0 || timed_out);
+			t0 = t1;
+		}
+		if (rc == 0 && !timed_out) {
+			blq__processed(q, w->cell, it);
+			return;
+		}
+		if (timed_out)
+			blq__count_own(&w->cell->timed_out);
+		if (it->attempt > q->cfg.max_retries) {
+			fail(q, w, it, timed_out);
+			return;
+		}
+		if (blq__retry(q, w, it))
+			return;
+		/* No room anywhere for the retry: run it again here. */
+	}
 }
 
 static bool forced(const blq *q)
@@ -104,19 +131,6 @@ static bool paused(const blq *q)
 {
 	return atomic_load_explicit(&q->paused, memory_order_seq_cst) &&
 	       !atomic_load_explicit(&q->closed, memory_order_seq_cst);
-}
-
-/* An item taken but not run when a force close came: as if still queued. */
-static void abandon(blq *q, blq__worker *w, const blq__item *it)
-{
-	if (q->leaky) {
-		blq__to_dlq(q, w->cell, it->payload, &w->cell->leaked_closed, BLQ_LEAK_FRONT);
-		return;
-	}
-	blq__drop(q, it->payload, &w->cell->lost);
-	const blq_metrics_writer *m = q->cfg.metrics;
-	if (m != NULL && m->queue_lost != NULL)
-		m->queue_lost(m->ctx, q->name);
 }
 
 static void set_state(blq *q, blq__worker *w, int state)
@@ -307,7 +321,8 @@ void *blq__worker_main(void *arg)
 		if (paused(q)) {
 			wait_resume(q);
 			if (forced(q)) {
-				abandon(q, w, &it);
+				/* Taken but not run: as if still queued. */
+				blq__abandon(q, w->cell, &it);
 				break;
 			}
 		}

@@ -11,6 +11,19 @@ static int ok_worker(void *ctx, void *payload, blq_task *t)
 	return 0;
 }
 
+static uint64_t custom_backoff(void *ctx, unsigned retry, uint64_t interval)
+{
+	(void)ctx;
+	return interval * retry;
+}
+
+static uint64_t custom_jitter(void *ctx, uint64_t d, uint64_t prev)
+{
+	(void)ctx;
+	(void)prev;
+	return d;
+}
+
 static blq_config base(void)
 {
 	blq_config c = {0};
@@ -58,8 +71,24 @@ MUT(backoff_bad, c->backoff = (enum blq_backoff)99)
 MUT(jitter_bad, c->jitter = (enum blq_jitter)99)
 MUT(clock_ctx_only, c->clock.ctx = c)
 MUT(logger_ctx_only, c->logger.ctx = c)
-MUT(retries, c->max_retries = 3)
-MUT(delay, c->delay_interval_ns = 1000)
+MUT(retries_many, c->max_retries = 2000000)
+MUT(retry_neg, c->retry_interval_ns = (uint64_t)-5)
+MUT(delay_absurd, c->delay_interval_ns = 400ull * 24 * 3600 * 1000000000ull)
+MUT(timeout_neg, c->timeout_ns = (uint64_t)-1)
+MUT(deadline_le_delay, c->delay_interval_ns = 1000; c->deadline_interval_ns = 1000)
+MUT(backoff_no_interval, c->backoff = BLQ_BACKOFF_EXPONENTIAL)
+MUT(backoff_custom_no_fn, c->backoff = BLQ_BACKOFF_CUSTOM)
+MUT(backoff_fn_not_custom, c->retry_interval_ns = 10; c->backoff_fn = custom_backoff)
+MUT(retry_cap_below, c->retry_interval_ns = 1000; c->retry_max_interval_ns = 10)
+MUT(jitter_custom_no_fn, c->jitter = BLQ_JITTER_CUSTOM)
+MUT(jitter_fn_not_custom, c->jitter_fn = custom_jitter)
+MUT(jitter_min_not_decorr, c->jitter = BLQ_JITTER_FULL; c->jitter_min_ns = 5)
+MUT(decorr_no_max, c->jitter = BLQ_JITTER_DECORRELATED; c->jitter_min_ns = 5)
+MUT(decorr_min_gt_max, c->jitter = BLQ_JITTER_DECORRELATED; c->jitter_min_ns = 50;
+    c->jitter_max_ns = 10)
+MUT(decorr_interval_gt_max, c->jitter = BLQ_JITTER_DECORRELATED; c->retry_interval_ns = 50;
+    c->jitter_max_ns = 10)
+MUT(timer_cap_huge, c->timer_capacity = (size_t)1 << 40)
 
 static const bad_case cases[] = {
 	{"capacity 0", cap0, BLQ_EINVAL, "capacity: must be > 0"},
@@ -92,10 +121,41 @@ static const bad_case cases[] = {
 	{"jitter", jitter_bad, BLQ_EINVAL, "jitter: unknown kind 99"},
 	{"clock ctx", clock_ctx_only, BLQ_EINVAL, "clock: ctx is set but now_ns and wall_ns are NULL"},
 	{"logger ctx", logger_ctx_only, BLQ_EINVAL, "logger: ctx is set but log is NULL"},
-	{"retries", retries, BLQ_ENOTSUP,
-	 "max_retries: not implemented yet in this version of blq"},
-	{"delay", delay, BLQ_ENOTSUP,
-	 "delay_interval_ns: not implemented yet in this version of blq"},
+	{"retries", retries_many, BLQ_EINVAL, "max_retries: must be <= 1000000, got 2000000"},
+	{"negative retry interval", retry_neg, BLQ_EINVAL,
+	 "retry_interval_ns: must be at most 1 year (31536000000000000 ns), got "
+	 "18446744073709551611 (a negative value cast to unsigned?)"},
+	{"absurd delay", delay_absurd, BLQ_EINVAL,
+	 "delay_interval_ns: must be at most 1 year (31536000000000000 ns), got "
+	 "34560000000000000 (a negative value cast to unsigned?)"},
+	{"negative timeout", timeout_neg, BLQ_EINVAL,
+	 "timeout_ns: must be at most 1 year (31536000000000000 ns), got "
+	 "18446744073709551615 (a negative value cast to unsigned?)"},
+	{"deadline <= delay", deadline_le_delay, BLQ_EINVAL,
+	 "deadline_interval_ns: must be above delay_interval_ns (1000), got 1000 (every item "
+	 "would expire)"},
+	{"backoff without interval", backoff_no_interval, BLQ_EINVAL,
+	 "backoff: needs retry_interval_ns (the backoff's base)"},
+	{"custom backoff without fn", backoff_custom_no_fn, BLQ_EINVAL,
+	 "backoff_fn: BLQ_BACKOFF_CUSTOM needs backoff_fn"},
+	{"backoff fn without custom", backoff_fn_not_custom, BLQ_EINVAL,
+	 "backoff_fn: is set but backoff is not BLQ_BACKOFF_CUSTOM"},
+	{"retry cap below interval", retry_cap_below, BLQ_EINVAL,
+	 "retry_max_interval_ns: must be >= retry_interval_ns (1000), got 10"},
+	{"custom jitter without fn", jitter_custom_no_fn, BLQ_EINVAL,
+	 "jitter_fn: BLQ_JITTER_CUSTOM needs jitter_fn"},
+	{"jitter fn without custom", jitter_fn_not_custom, BLQ_EINVAL,
+	 "jitter_fn: is set but jitter is not BLQ_JITTER_CUSTOM"},
+	{"jitter min without decorrelated", jitter_min_not_decorr, BLQ_EINVAL,
+	 "jitter_min_ns: only BLQ_JITTER_DECORRELATED uses it"},
+	{"decorrelated without max", decorr_no_max, BLQ_EINVAL,
+	 "jitter_max_ns: BLQ_JITTER_DECORRELATED needs a maximum"},
+	{"decorrelated min > max", decorr_min_gt_max, BLQ_EINVAL,
+	 "jitter_min_ns: must be <= jitter_max_ns (10), got 50"},
+	{"decorrelated interval > max", decorr_interval_gt_max, BLQ_EINVAL,
+	 "jitter_min_ns: must be <= jitter_max_ns (10), got 50 (from retry_interval_ns)"},
+	{"timer capacity huge", timer_cap_huge, BLQ_EINVAL,
+	 "timer_capacity: must be <= 1073741824, got 1099511627776"},
 };
 
 Test(config, each_bad_field_is_named)
@@ -203,7 +263,13 @@ Test(api, null_arguments)
 	cr_assert_not_null(q);
 	cr_expect_eq(blq_enqueue_job(q, NULL), BLQ_EINVAL);
 	cr_expect_eq(blq_stats(q, NULL), BLQ_EINVAL);
-	blq_job j = {.payload = NULL, .delay_ns = 5};
-	cr_expect_eq(blq_enqueue_job(q, &j), BLQ_ENOTSUP);
+	blq_job j = {.payload = NULL, .delay_ns = (uint64_t)-1};
+	cr_expect_eq(blq_enqueue_job(q, &j), BLQ_EINVAL, "a negative delay");
+	j = (blq_job){.payload = NULL, .timeout_ns = 400ull * 24 * 3600 * 1000000000ull};
+	cr_expect_eq(blq_enqueue_job(q, &j), BLQ_EINVAL, "an absurd timeout");
+	j = (blq_job){.payload = NULL, .delay_ns = 10, .deadline_ns = 5};
+	cr_expect_eq(blq_enqueue_job(q, &j), BLQ_EINVAL, "a deadline before the delay");
+	cr_expect_eq(blq_enqueue_wait(q, NULL, 0, NULL), BLQ_EINVAL);
+	cr_expect_eq(blq_enqueue_wait(NULL, &j, 0, NULL), BLQ_EINVAL);
 	blq_free(q);
 }

@@ -37,6 +37,9 @@ typedef struct blq_metrics_writer {
 	void (*queue_put)(void *ctx, const char *queue);
 	void (*queue_pull)(void *ctx, const char *queue, uint64_t wait_ns);
 	void (*queue_retry)(void *ctx, const char *queue, uint64_t delay_ns);
+	/* An item left the timer for a ring after waiting waited_ns there
+	 * (a delay or a retry's backoff). */
+	void (*queue_delayed)(void *ctx, const char *queue, uint64_t waited_ns);
 	void (*queue_leak)(void *ctx, const char *queue, enum blq_leak_dir dir);
 	void (*queue_deadline)(void *ctx, const char *queue);
 	void (*queue_lost)(void *ctx, const char *queue);

@@ -9,8 +9,9 @@
  * Ownership: a payload belongs to the queue from the moment an enqueue call
  * returns 0. From then on it ends in exactly one outcome (blq_stats):
  *   processed  the worker returned 0; the worker owns the payload.
- *   failed     the worker failed and it was not sent to the DLQ; freed with
- *              item_free.
+ *   failed     the worker failed (or ran past its timeout) on the last
+ *              allowed attempt and it was not sent to the DLQ; freed with
+ *              item_free. Earlier failures are retries, not outcomes.
  *   leaked     handed to the DLQ (overflow, fail_to_dlq, deadline_to_dlq,
  *              force close); the DLQ owns it.
  *   expired    its deadline passed before a worker took it; freed.
@@ -30,6 +31,7 @@
 #include <blq/export.h>
 #include <blq/log.h>
 #include <blq/metrics.h>
+#include <blq/retry.h>
 #include <blq/schedule.h>
 
 #ifdef __cplusplus
@@ -48,27 +50,19 @@ typedef struct blq_task blq_task;
  * worker threads, several at once. */
 typedef int (*blq_worker_fn)(void *ctx, void *payload, blq_task *task);
 
-/* Retry backoff kinds (retries are not implemented yet; see README). */
-enum blq_backoff {
-	BLQ_BACKOFF_NONE = 0,
-	BLQ_BACKOFF_LINEAR,
-	BLQ_BACKOFF_EXPONENTIAL,
-	BLQ_BACKOFF_QUADRATIC,
-	BLQ_BACKOFF_POLYNOMIAL,
-	BLQ_BACKOFF_LOGARITHMIC,
-	BLQ_BACKOFF_FIBONACCI,
-	BLQ_BACKOFF_RANDOM,
-	BLQ_BACKOFF_CUSTOM,
+/* Where an item ended (blq_enqueue_wait). */
+enum blq_outcome {
+	BLQ_OUTCOME_PROCESSED = 1, /* the worker returned 0 */
+	BLQ_OUTCOME_FAILED,        /* the last attempt failed; freed (or to the DLQ:
+				    * then LEAKED) */
+	BLQ_OUTCOME_TIMED_OUT,     /* FAILED, and the last attempt ran past its timeout */
+	BLQ_OUTCOME_LEAKED,        /* handed to the DLQ */
+	BLQ_OUTCOME_EXPIRED,       /* its deadline passed before a worker took it */
+	BLQ_OUTCOME_LOST,          /* dropped at force close, or refused by the DLQ */
 };
 
-/* Jitter kinds applied on top of the backoff. */
-enum blq_jitter {
-	BLQ_JITTER_NONE = 0,
-	BLQ_JITTER_FULL,
-	BLQ_JITTER_HALF,
-	BLQ_JITTER_DECORRELATED,
-	BLQ_JITTER_CUSTOM,
-};
+/** blq_outcome_name() - "processed", "failed", ...; "unknown" otherwise. */
+BLQ_API const char *blq_outcome_name(enum blq_outcome o);
 
 /*
  * Queue configuration. `blq_config cfg = {0}` plus a worker and a capacity
@@ -121,11 +115,38 @@ typedef struct blq_config {
 	 * per producer cell). Default 1000. */
 	unsigned force_calibration_limit;
 
-	/* Retries of a failed item (not implemented yet: must be 0). */
+	/* Retries: a failed item (the worker returned non-zero, or ran past
+	 * its timeout) is tried again up to max_retries more times (0..10^6,
+	 * default 0); then it fails (or goes to the DLQ with fail_to_dlq).
+	 * Before retry n it waits in the timer for the backoff's delay (see
+	 * blq/retry.h): no worker waits for it. Without retry_interval_ns
+	 * (and no custom backoff) a retry goes straight back to the queue. */
 	unsigned max_retries;
+	/* Base delay of the backoff; 0..1 year. */
 	uint64_t retry_interval_ns;
+	/* Cap on the backoff's delay before jitter; 0 = none (1 year). */
+	uint64_t retry_max_interval_ns;
+	/* Default BLQ_BACKOFF_NONE: retry_interval_ns every time. */
 	enum blq_backoff backoff;
+	/* Required with BLQ_BACKOFF_CUSTOM, refused otherwise. */
+	blq_backoff_fn backoff_fn;
+	void *backoff_ctx;
+	/* Default BLQ_JITTER_NONE. */
 	enum blq_jitter jitter;
+	/* BLQ_JITTER_DECORRELATED's bounds: min defaults to retry_interval_ns,
+	 * max is required (>= min). */
+	uint64_t jitter_min_ns;
+	uint64_t jitter_max_ns;
+	/* Required with BLQ_JITTER_CUSTOM, refused otherwise. */
+	blq_jitter_fn jitter_fn;
+	void *jitter_ctx;
+	/* Items the timer holds at once (delayed items and retries waiting
+	 * for their backoff). Default: capacity. Its memory grows on demand
+	 * up to this. A delayed enqueue finding it full follows the queue's
+	 * rules (blocks, BLQ_EFULL from try, or leaks to the DLQ); a retry
+	 * finding it full goes to the DLQ on a leaky queue, else skips its
+	 * backoff and goes straight back to the queue. */
+	size_t timer_capacity;
 
 	/* Dead-letter queue. Setting dlq.enqueue makes the queue leaky: it
 	 * never blocks a producer. */
@@ -141,13 +162,20 @@ typedef struct blq_config {
 	 * one new item before the new one leaks instead. Default 5. */
 	unsigned front_leak_attempts;
 
-	/* Minimum time between enqueue and start (not implemented yet: must
-	 * be 0). */
+	/* Minimum time between enqueue and start: items wait in the timer,
+	 * never in a worker, never in front of items that are due. 0..1 year;
+	 * 0 = none. */
 	uint64_t delay_interval_ns;
 	/* An item a worker takes later than this after its enqueue is not
 	 * processed: it expires (or goes to the DLQ with deadline_to_dlq).
-	 * 0 = no deadline. */
+	 * 0 = no deadline; otherwise greater than delay_interval_ns, 1 year
+	 * at most. */
 	uint64_t deadline_interval_ns;
+	/* Default run-time limit of one attempt; 0 = none (such items pay
+	 * nothing for the feature). Past it the task's cancellation flag
+	 * reads true (blq_task_cancelled) and, when the worker returns, the
+	 * attempt counts as failed, whatever it returned. 1 year at most. */
+	uint64_t timeout_ns;
 	/* Record each item's enqueue time even when nothing needs it, so
 	 * blq_task_enqueued_ns works (costs one clock read per enqueue). */
 	bool stamp_enqueue_time;
@@ -161,13 +189,16 @@ typedef struct blq_config {
 	blq_logger logger;
 } blq_config;
 
-/* A job: a payload plus per-job settings for blq_enqueue_job. */
+/* A job: a payload plus per-job settings for blq_enqueue_job. Each
+ * interval overrides the config's when non-zero and is at most 1 year. */
 typedef struct blq_job {
 	void *payload;
-	/* Overrides the config's delay (not implemented yet: must be 0). */
+	/* Overrides delay_interval_ns. */
 	uint64_t delay_ns;
-	/* Overrides the config's deadline_interval_ns when non-zero. */
+	/* Overrides deadline_interval_ns (counted from the enqueue). */
 	uint64_t deadline_ns;
+	/* Overrides timeout_ns. */
+	uint64_t timeout_ns;
 	/* Priority weight for QoS queues; ignored without QoS. */
 	uint64_t weight;
 } blq_job;
@@ -188,6 +219,9 @@ struct blq_stats {
 	uint64_t expired;
 	uint64_t lost;
 	uint64_t retried;   /* a retry is not an outcome */
+	uint64_t timed_out; /* attempts that ran past their timeout (each then
+			     * retried, failed or leaked) */
+	uint64_t delayed;   /* items (delays and retries) waiting in the timer */
 	/* Gauges at the time of the call. */
 	size_t size;
 	size_t capacity;
@@ -209,8 +243,7 @@ struct blq_stats {
  * @err: optional; receives the code and a message naming the offending
  *       field on failure (set to BLQ_OK and "" on success).
  * Return: the queue with workers_min (or workers) threads started, or NULL
- * with BLQ_EINVAL (bad field), BLQ_ENOTSUP (a feature not implemented yet),
- * BLQ_ENOMEM or BLQ_ETHREAD in @err. Never returns a half-built queue.
+ * with BLQ_EINVAL (bad field), BLQ_ENOMEM or BLQ_ETHREAD in @err. Never returns a half-built queue.
  * Thread-safety: safe from any thread.
  */
 BLQ_API blq *blq_new(const blq_config *cfg, blq_error *err);
@@ -236,12 +269,36 @@ BLQ_API int blq_enqueue(blq *q, void *payload);
 BLQ_API int blq_try_enqueue(blq *q, void *payload);
 
 /**
- * blq_enqueue_job() - blq_enqueue with per-job settings.
- * Return: as blq_enqueue; BLQ_EINVAL when job is NULL; BLQ_ENOTSUP for a
- * non-zero delay. On any error the caller still owns job->payload.
+ * blq_enqueue_job() - blq_enqueue with per-job settings (delay, deadline,
+ * timeout, QoS weight). A delayed item waits in the queue's timer (started
+ * on the first delayed item) and counts in blq_size meanwhile.
+ * Return: as blq_enqueue; BLQ_EINVAL when job is NULL or an interval is
+ * above 1 year (or the deadline is not after the delay); BLQ_ETHREAD when
+ * the timer thread cannot start. On any error the caller still owns
+ * job->payload.
  * Thread-safety: any number of threads at once.
  */
 BLQ_API int blq_enqueue_job(blq *q, const blq_job *job);
+
+/**
+ * blq_enqueue_wait() - enqueue a job and block until it reaches its
+ * outcome (seed 001's SubmitWait).
+ * @job: as for blq_enqueue_job; the enqueue may block while the queue is
+ *       full (it follows blq_enqueue's rules).
+ * @wait_ns: how long to wait for the outcome after the enqueue;
+ *           UINT64_MAX = no limit.
+ * @outcome: receives the outcome on 0; may be NULL.
+ * Return: 0 with *outcome set (PROCESSED: the worker owns the payload;
+ * FAILED, TIMED_OUT, EXPIRED, LOST: freed with item_free; LEAKED: the DLQ
+ * owns it). BLQ_ETIMEDOUT: the wait limit passed first; the queue owns the
+ * payload and it still reaches an outcome later (counted in blq_stats).
+ * Enqueue errors (BLQ_ECLOSED, BLQ_EINVAL, ...) as blq_enqueue_job: the
+ * caller still owns the payload. BLQ_EDEADLK from one of q's own workers
+ * (it could wait for itself). BLQ_ENOMEM: no memory for the wait record.
+ * Thread-safety: any number of threads at once.
+ */
+BLQ_API int blq_enqueue_wait(blq *q, const blq_job *job, uint64_t wait_ns,
+			     enum blq_outcome *outcome);
 
 /** blq_size() - items waiting (not counting those being processed). 0 for NULL. */
 BLQ_API size_t blq_size(const blq *q);
@@ -358,9 +415,21 @@ BLQ_API uint64_t blq_task_enqueued_ns(const blq_task *t);
 /** blq_task_worker() - index of the worker running the task (0-based). */
 BLQ_API unsigned blq_task_worker(const blq_task *t);
 
-/** blq_task_cancelled() - true once the item should stop early (force
- * close). Long workers should poll it. Thread-safe. */
+/**
+ * blq_task_cancelled() - true once the item should stop early: it ran past
+ * its timeout (the queue's clock is read only when the item has one), or a
+ * force close cancelled it. Long workers should poll it and return. Short
+ * items (no timeout) pay one load.
+ * Thread-safety: the worker's own thread (the flag may be raised from any).
+ */
 BLQ_API bool blq_task_cancelled(const blq_task *t);
+
+/** blq_task_timed_out() - true once the item ran past its timeout. */
+BLQ_API bool blq_task_timed_out(const blq_task *t);
+
+/** blq_task_timeout_at_ns() - the attempt's time limit on the queue's
+ * clock, or 0 when it has none. */
+BLQ_API uint64_t blq_task_timeout_at_ns(const blq_task *t);
 
 /** blq_task_queue() - the queue running the task. */
 BLQ_API blq *blq_task_queue(const blq_task *t);

@@ -1,0 +1,82 @@
+/*
+ * Outcomes: the one place where an item ends. Each function counts the
+ * outcome in a cell, disposes of the payload as blq_stats documents
+ * (item_free, the DLQ, or nothing when the worker kept it), reports the
+ * metrics event, and then tells a blq_enqueue_wait caller, if the item has
+ * one, so that its caller sees the counters already updated.
+ */
+#include "internal.h"
+
+static void finish(const blq__item *it, enum blq_outcome o)
+{
+	if (it->waiter != NULL)
+		blq__waiter_done(it->waiter, o);
+}
+
+void blq__processed(blq *q, blq__cell *own, const blq__item *it)
+{
+	(void)q;
+	blq__count_own(&own->processed);
+	finish(it, BLQ_OUTCOME_PROCESSED);
+}
+
+void blq__drop(blq *q, const blq__item *it, _Atomic uint64_t *counter, enum blq_outcome o)
+{
+	if (q->cfg.item_free != NULL)
+		q->cfg.item_free(it->payload);
+	blq__count_shared(counter);
+	finish(it, o);
+}
+
+void blq__lose(blq *q, blq__cell *c, const blq__item *it)
+{
+	const blq_metrics_writer *m = q->cfg.metrics;
+
+	blq__drop(q, it, &c->lost, BLQ_OUTCOME_LOST);
+	if (m != NULL && m->queue_lost != NULL)
+		m->queue_lost(m->ctx, q->name);
+}
+
+void blq__to_dlq(blq *q, blq__cell *c, const blq__item *it, _Atomic uint64_t *leak_counter,
+		 enum blq_leak_dir dir)
+{
+	const blq_metrics_writer *m = q->cfg.metrics;
+
+	if (q->cfg.dlq.enqueue(q->cfg.dlq.self, it->payload) == 0) {
+		blq__count_shared(leak_counter);
+		if (m != NULL && m->queue_leak != NULL)
+			m->queue_leak(m->ctx, q->name, dir);
+		finish(it, BLQ_OUTCOME_LEAKED);
+		return;
+	}
+	/* The DLQ refused: we still own the payload. Never silent. */
+	blq__log(q, BLQ_LOG_WARN, "queue %s: DLQ refused an item; counted lost", q->name);
+	blq__lose(q, c, it);
+}
+
+void blq__abandon(blq *q, blq__cell *c, const blq__item *it)
+{
+	if (q->leaky)
+		blq__to_dlq(q, c, it, &c->leaked_closed, BLQ_LEAK_FRONT);
+	else
+		blq__lose(q, c, it);
+}
+
+const char *blq_outcome_name(enum blq_outcome o)
+{
+	switch (o) {
+	case BLQ_OUTCOME_PROCESSED:
+		return "processed";
+	case BLQ_OUTCOME_FAILED:
+		return "failed";
+	case BLQ_OUTCOME_TIMED_OUT:
+		return "timed out";
+	case BLQ_OUTCOME_LEAKED:
+		return "leaked";
+	case BLQ_OUTCOME_EXPIRED:
+		return "expired";
+	case BLQ_OUTCOME_LOST:
+		return "lost";
+	}
+	return "unknown";
+}

@@ -1,0 +1,347 @@
+/*
+ * The timer: where delayed items and retries wait for their time.
+ *
+ * Design
+ * - A binary min-heap of items by due time (ties keep their insertion
+ *   order), under one mutex, and one thread that sleeps until the earliest
+ *   due time, then moves every due item into the rings. No worker ever
+ *   sleeps through a delay or a backoff (the original makes the worker
+ *   sleep, so one long per-job delay holds a worker, and with it the items
+ *   behind it); an item in the timer is never in front of one that is due.
+ * - Lazy: the heap memory and the thread come with the first item, so a
+ *   queue that never delays or backs off has neither. The heap grows by
+ *   doubling up to timer_capacity (default: the queue's capacity); beyond
+ *   that the caller's rules apply (timer_add's mode).
+ * - Accounting: an item counts in q->staged from the moment it enters the
+ *   heap until the thread has pushed it into a ring (or leaked or abandoned
+ *   it), so blq_size includes it and a graceful close waits for it: the
+ *   workers do not exit while staged is non-zero (internal.h).
+ * - The thread pushes like a producer (blq__place in BLQ__TIMER mode): a
+ *   leaky queue leaks a due item that finds the rings full; otherwise the
+ *   thread waits for room, through a graceful close, until a force.
+ * - Clock: the heap is ordered on the queue's clock. With the default
+ *   clock (CLOCK_MONOTONIC) the thread sleeps exactly until the earliest
+ *   due time; with a caller's clock (a test's fake one) it cannot know how
+ *   that clock moves, so it looks at least every 50 ms and tests kick it
+ *   after moving their clock.
+ * - Close: graceful: the thread runs on until finish() stops it after the
+ *   workers exited (the heap is empty by then). Force: the thread stops at
+ *   once (an item in its hands is abandoned: DLQ or lost), and finish()
+ *   sweeps the heap the same way after joining it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+#define BLQ__TIMER_BATCH 64
+#define BLQ__TIMER_OWN_CLOCK_POLL_NS 50000000ull
+
+static bool earlier(const blq__timed *a, const blq__timed *b)
+{
+	return a->due < b->due || (a->due == b->due && a->order < b->order);
+}
+
+static void sift_up(blq__timed *h, size_t i)
+{
+	blq__timed x = h[i];
+
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+
+		if (!earlier(&x, &h[p]))
+			break;
+		h[i] = h[p];
+		i = p;
+	}
+	h[i] = x;
+}
+
+static void sift_down(blq__timed *h, size_t n, size_t i)
+{
+	blq__timed x = h[i];
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= n)
+			break;
+		if (c + 1 < n && earlier(&h[c + 1], &h[c]))
+			c++;
+		if (!earlier(&h[c], &x))
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	h[i] = x;
+}
+
+static void pop_top(blq__timer *t, blq__timed *out)
+{
+	*out = t->heap[0];
+	t->n--;
+	if (t->n > 0) {
+		t->heap[0] = t->heap[t->n];
+		sift_down(t->heap, t->n, 0);
+	}
+}
+
+int blq__timer_init(blq *q)
+{
+	blq__timer *t = &q->timer;
+	pthread_condattr_t attr;
+
+	t->limit = q->cfg.timer_capacity;
+	if (pthread_mutex_init(&t->mu, NULL) != 0)
+		return BLQ_ENOMEM;
+	/* The thread's timed waits are on CLOCK_MONOTONIC: a wall-clock jump
+	 * must not fire or hold back delays. */
+	if (pthread_condattr_init(&attr) != 0) {
+		pthread_mutex_destroy(&t->mu);
+		return BLQ_ENOMEM;
+	}
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	int e1 = pthread_cond_init(&t->cond, &attr);
+	int e2 = pthread_cond_init(&t->room, &attr);
+	pthread_condattr_destroy(&attr);
+	if (e1 != 0 || e2 != 0) {
+		if (e1 == 0)
+			pthread_cond_destroy(&t->cond);
+		if (e2 == 0)
+			pthread_cond_destroy(&t->room);
+		pthread_mutex_destroy(&t->mu);
+		return BLQ_ENOMEM;
+	}
+	t->ready = true;
+	return 0;
+}
+
+void blq__timer_destroy(blq *q)
+{
+	blq__timer *t = &q->timer;
+
+	if (!t->ready)
+		return;
+	pthread_cond_destroy(&t->room);
+	pthread_cond_destroy(&t->cond);
+	pthread_mutex_destroy(&t->mu);
+	free(t->heap);
+	t->heap = NULL;
+	t->ready = false;
+}
+
+static bool forced(const blq *q)
+{
+	return atomic_load_explicit(&q->forced, memory_order_acquire) != 0;
+}
+
+/* Moves one due item into a ring (or the DLQ), then uncounts it. */
+static void deliver(blq *q, blq__timed *e, uint64_t now)
+{
+	const blq_metrics_writer *m = q->cfg.metrics;
+	blq__cell *c = &q->cells[q->ncells - 1];
+	bool pushed = false;
+
+	if (m != NULL && m->queue_delayed != NULL)
+		m->queue_delayed(m->ctx, q->name, now > e->since ? now - e->since : 0);
+	if (blq__place(q, c, &e->item, BLQ__TIMER, &pushed) != 0)
+		blq__abandon(q, c, &e->item); /* forced while waiting for room */
+	/* seq_cst, after the push: a worker that reads staged == 0 on close
+	 * sees the item in the ring (internal.h). */
+	atomic_fetch_sub_explicit(&q->staged, 1, memory_order_seq_cst);
+	if (pushed) {
+		blq__ec_notify(&q->items_ec, 1);
+		/* A balanced pool may have no active worker (workers_min 0). */
+		if (q->balanced && atomic_load_explicit(&q->n_active, memory_order_acquire) == 0)
+			blq__scale_up_hint(q);
+	}
+	if (atomic_load_explicit(&q->closed, memory_order_seq_cst))
+		blq__wake_all(q); /* closing workers and wait_idle re-check */
+}
+
+/* Absolute CLOCK_MONOTONIC time to sleep until for an item due at `due`. */
+static struct timespec wake_at(const blq *q, uint64_t due, uint64_t now)
+{
+	uint64_t wait = due > now ? due - now : 0;
+
+	if (q->own_clock && wait > BLQ__TIMER_OWN_CLOCK_POLL_NS)
+		wait = BLQ__TIMER_OWN_CLOCK_POLL_NS;
+	uint64_t mono = blq__monotonic_ns();
+	uint64_t abs = wait > UINT64_MAX - mono ? UINT64_MAX : mono + wait;
+	struct timespec ts = {.tv_sec = (time_t)(abs / 1000000000u),
+			      .tv_nsec = (long)(abs % 1000000000u)};
+	return ts;
+}
+
+static void *timer_main(void *arg)
+{
+	blq *q = arg;
+	blq__timer *t = &q->timer;
+	blq__timed due[BLQ__TIMER_BATCH];
+
+	pthread_setname_np(pthread_self(), "blq-timer");
+	pthread_mutex_lock(&t->mu);
+	while (!t->stop && !forced(q)) {
+		uint64_t now = blq__now(q);
+		size_t k = 0;
+
+		while (k < BLQ__TIMER_BATCH && t->n > 0 && t->heap[0].due <= now)
+			pop_top(t, &due[k++]);
+		if (k > 0) {
+			if (t->room_waiters > 0)
+				pthread_cond_broadcast(&t->room);
+			pthread_mutex_unlock(&t->mu);
+			for (size_t i = 0; i < k; i++)
+				deliver(q, &due[i], now);
+			pthread_mutex_lock(&t->mu);
+			continue;
+		}
+		if (t->n == 0) {
+			pthread_cond_wait(&t->cond, &t->mu);
+		} else {
+			struct timespec ts = wake_at(q, t->heap[0].due, now);
+
+			pthread_cond_timedwait(&t->cond, &t->mu, &ts);
+		}
+	}
+	pthread_mutex_unlock(&t->mu);
+	return NULL;
+}
+
+/* Caller holds t->mu. Room for one more entry: 0, or BLQ_ENOMEM. */
+static int reserve(blq__timer *t)
+{
+	if (t->n < t->cap)
+		return 0;
+	size_t cap = t->cap == 0 ? 64 : t->cap * 2;
+	if (cap > t->limit)
+		cap = t->limit;
+	blq__timed *h = realloc(t->heap, cap * sizeof(*h));
+	if (h == NULL)
+		return BLQ_ENOMEM;
+	t->heap = h;
+	t->cap = cap;
+	return 0;
+}
+
+int blq__timer_add(blq *q, const blq__item *it, uint64_t due, enum blq__mode mode)
+{
+	blq__timer *t = &q->timer;
+	int rc = 0;
+
+	pthread_mutex_lock(&t->mu);
+	if (t->stop) { /* finish() is past the workers: nobody would take it */
+		pthread_mutex_unlock(&t->mu);
+		return BLQ_ECLOSED;
+	}
+	if (!t->started) {
+		int e = blq__thread_create(&t->thread, timer_main, q);
+
+		if (e != 0) {
+			pthread_mutex_unlock(&t->mu);
+			blq__log(q, BLQ_LOG_ERROR, "queue %s: cannot start the timer thread (error %d)",
+				 q->name, e);
+			return BLQ_ETHREAD;
+		}
+		t->started = true;
+	}
+	while (t->n >= t->limit) {
+		if (mode != BLQ__BLOCK) {
+			rc = BLQ_EFULL;
+			goto out;
+		}
+		if (atomic_load_explicit(&q->closed, memory_order_seq_cst)) {
+			rc = BLQ_ECLOSED;
+			goto out;
+		}
+		t->room_waiters++;
+		pthread_cond_wait(&t->room, &t->mu);
+		t->room_waiters--;
+	}
+	if ((rc = reserve(t)) != 0)
+		goto out;
+	uint64_t order = t->order++;
+	blq__timed *e = &t->heap[t->n];
+	e->due = due;
+	e->order = order;
+	e->since = blq__now(q);
+	e->item = *it;
+	sift_up(t->heap, t->n);
+	t->n++;
+	/* seq_cst, before the producer counts itself out (or the worker goes
+	 * back to look for items): see `staged` in internal.h. */
+	atomic_fetch_add_explicit(&q->staged, 1, memory_order_seq_cst);
+	if (t->heap[0].order == order)
+		pthread_cond_signal(&t->cond); /* a new earliest item */
+out:
+	pthread_mutex_unlock(&t->mu);
+	return rc;
+}
+
+void blq__timer_kick(blq *q)
+{
+	blq__timer *t = &q->timer;
+
+	if (!t->ready)
+		return;
+	pthread_mutex_lock(&t->mu);
+	pthread_cond_broadcast(&t->cond);
+	pthread_cond_broadcast(&t->room); /* blocked producers re-check closed */
+	pthread_mutex_unlock(&t->mu);
+}
+
+void blq__timer_stop(blq *q)
+{
+	blq__timer *t = &q->timer;
+
+	if (!t->ready)
+		return;
+	pthread_mutex_lock(&t->mu);
+	bool started = t->started;
+	t->stop = true;
+	t->started = false;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->mu);
+	if (started)
+		pthread_join(t->thread, NULL);
+}
+
+void blq__timer_sweep(blq *q, blq__cell *c)
+{
+	blq__timer *t = &q->timer;
+	uint64_t n = 0;
+
+	if (!t->ready)
+		return;
+	pthread_mutex_lock(&t->mu);
+	while (t->n > 0) {
+		blq__timed e;
+
+		pop_top(t, &e);
+		pthread_mutex_unlock(&t->mu); /* the DLQ may take its time */
+		blq__abandon(q, c, &e.item);
+		atomic_fetch_sub_explicit(&q->staged, 1, memory_order_seq_cst);
+		n++;
+		pthread_mutex_lock(&t->mu);
+	}
+	pthread_mutex_unlock(&t->mu);
+	if (n > 0)
+		blq__log(q, q->leaky ? BLQ_LOG_INFO : BLQ_LOG_WARN,
+			 "queue %s: %llu items waiting in the timer at force close %s", q->name,
+			 (unsigned long long)n, q->leaky ? "went to the DLQ" : "were lost");
+}
+
+size_t blq__timer_size(blq *q)
+{
+	blq__timer *t = &q->timer;
+	size_t n;
+
+	if (!t->ready)
+		return 0;
+	pthread_mutex_lock(&t->mu);
+	n = t->n;
+	pthread_mutex_unlock(&t->mu);
+	return n;
+}

@@ -1,0 +1,81 @@
+/*
+ * blq_enqueue_wait: enqueue a job and sleep until it reaches its outcome.
+ *
+ * The item carries a pointer to a small heap-allocated wait record (the
+ * one allocation of this call; the plain enqueue paths never allocate).
+ * Two references: the caller's and the item's. Whoever ends the item
+ * (outcome.c) stores the outcome, wakes the caller and drops the item's
+ * reference; the caller drops its own when it returns, after the outcome
+ * or after its wait limit. The last one frees the record, so a caller that
+ * gives up early leaves nothing dangling behind the item.
+ */
+#include <stdlib.h>
+
+#include "internal.h"
+
+struct blq__waiter {
+	blq__ec ec;
+	_Atomic int outcome; /* 0 until the item ends */
+	_Atomic int refs;
+};
+
+static void unref(struct blq__waiter *w)
+{
+	/* acq_rel: the other side's last writes happen before the free. */
+	if (atomic_fetch_sub_explicit(&w->refs, 1, memory_order_acq_rel) == 1)
+		free(w);
+}
+
+void blq__waiter_done(struct blq__waiter *w, enum blq_outcome o)
+{
+	/* Release: the counters bumped before this are visible to the woken
+	 * caller. */
+	atomic_store_explicit(&w->outcome, (int)o, memory_order_release);
+	blq__ec_notify(&w->ec, 0);
+	unref(w);
+}
+
+int blq_enqueue_wait(blq *q, const blq_job *job, uint64_t wait_ns, enum blq_outcome *outcome)
+{
+	if (q == NULL || job == NULL)
+		return BLQ_EINVAL;
+	if (blq__is_own_worker(q))
+		return BLQ_EDEADLK;
+	struct blq__waiter *w = calloc(1, sizeof(*w));
+	if (w == NULL)
+		return BLQ_ENOMEM;
+	atomic_init(&w->refs, 2);
+
+	int rc = blq__enqueue_job_waiter(q, job, w);
+	if (rc != 0) {
+		free(w); /* not accepted: no outcome will ever come */
+		return rc;
+	}
+	uint64_t deadline = 0; /* none */
+	if (wait_ns != UINT64_MAX) {
+		uint64_t now = blq__monotonic_ns();
+
+		if (wait_ns < UINT64_MAX - now)
+			deadline = now + wait_ns;
+	}
+	int o;
+	for (;;) {
+		uint32_t snap = blq__ec_prepare(&w->ec);
+
+		if ((o = atomic_load_explicit(&w->outcome, memory_order_acquire)) != 0) {
+			blq__ec_cancel(&w->ec);
+			break;
+		}
+		if (deadline != 0 && blq__monotonic_ns() >= deadline) {
+			blq__ec_cancel(&w->ec);
+			break;
+		}
+		blq__ec_wait(&w->ec, snap, deadline);
+	}
+	unref(w);
+	if (o == 0)
+		return BLQ_ETIMEDOUT;
+	if (outcome != NULL)
+		*outcome = (enum blq_outcome)o;
+	return 0;
+}
