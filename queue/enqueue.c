@@ -241,7 +241,7 @@ static int enqueue_item(blq *q, blq__item *it, enum blq__mode mode, uint64_t del
 		if (it->deadline_ns != 0)
 			it->deadline_ns = add_sat(now, it->deadline_ns);
 		if (delay != 0) {
-			rc = blq__timer_add(q, it, add_sat(now, delay), mode);
+			rc = blq__timer_add(q, it, now, delay, mode);
 			if (rc == BLQ_EFULL && q->leaky) {
 				/* A full timer leaks the new item (rear),
 				 * whatever leak_direction says: its oldest

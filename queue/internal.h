@@ -65,6 +65,10 @@ struct blq_task {
 	blq *queue;
 	uint64_t enq_ns;
 	uint64_t timeout_at; /* on the queue's clock; 0 = no timeout */
+	/* blq_task_cancelled/_timed_out told the worker the timeout passed:
+	 * from then on the attempt has failed, whatever it returns, and the
+	 * queue keeps the payload. Atomic: async_chain helpers may ask too. */
+	_Atomic int timeout_seen;
 	uint32_t attempt;
 	unsigned worker;
 	_Atomic int cancelled; /* raised by a force close */
@@ -238,11 +242,12 @@ bool blq__retry(blq *q, blq__worker *w, blq__item *it);
 /* timer.c */
 int blq__timer_init(blq *q);
 void blq__timer_destroy(blq *q);
-/* Parks the item until `due` (queue clock). BLQ__BLOCK waits for room
- * (BLQ_ECLOSED when the queue closes meanwhile); BLQ__TRY returns
+/* Parks the item for `delay` from `now` (queue clock). BLQ__BLOCK waits
+ * for room (BLQ_ECLOSED when the queue closes meanwhile); BLQ__TRY returns
  * BLQ_EFULL. BLQ_ETHREAD / BLQ_ENOMEM when the thread or the heap cannot
  * grow. On 0 the item counts in q->staged. */
-int blq__timer_add(blq *q, const blq__item *it, uint64_t due, enum blq__mode mode);
+int blq__timer_add(blq *q, const blq__item *it, uint64_t now, uint64_t delay,
+		   enum blq__mode mode);
 void blq__timer_kick(blq *q);  /* look at the clock now (tests, close) */
 void blq__timer_stop(blq *q);  /* stop and join the thread */
 void blq__timer_sweep(blq *q, blq__cell *c); /* force close: abandon what is left */

@@ -321,7 +321,16 @@ unsigned blq_task_worker(const blq_task *t)
 
 bool blq_task_timed_out(const blq_task *t)
 {
-	return t != NULL && t->timeout_at != 0 && blq__now(t->queue) >= t->timeout_at;
+	if (t == NULL || t->timeout_at == 0)
+		return false;
+	if (atomic_load_explicit(&t->timeout_seen, memory_order_relaxed))
+		return true;
+	if (blq__now(t->queue) < t->timeout_at)
+		return false;
+	/* Latched: the worker now knows, so the payload stays with the queue
+	 * (the task is the queue's own object; only the API is const). */
+	atomic_store_explicit(&((blq_task *)t)->timeout_seen, 1, memory_order_relaxed);
+	return true;
 }
 
 bool blq_task_cancelled(const blq_task *t)

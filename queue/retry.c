@@ -32,34 +32,42 @@ static uint64_t delay_for(const blq *q, const blq__item *it)
 	return d > BLQ__INTERVAL_LIMIT ? BLQ__INTERVAL_LIMIT : d;
 }
 
-bool blq__retry(blq *q, blq__worker *w, blq__item *it)
+/* The retry happens: count it and report its delay. After the item is
+ * placed, so that whoever sees the event finds its due time fixed. */
+static void retried(blq *q, blq__worker *w, uint64_t d)
 {
 	const blq_metrics_writer *m = q->cfg.metrics;
 
-	it->attempt++;
 	blq__count_own(&w->cell->retried);
+	if (m != NULL && m->queue_retry != NULL)
+		m->queue_retry(m->ctx, q->name, d);
+}
+
+bool blq__retry(blq *q, blq__worker *w, blq__item *it)
+{
 	if (atomic_load_explicit(&q->forced, memory_order_acquire)) {
 		/* No retry after a force: it ends like the queued items. */
 		blq__abandon(q, w->cell, it);
 		return true;
 	}
+	it->attempt++;
 	uint64_t d = delay_for(q, it);
 	it->prev_delay = d;
-	if (m != NULL && m->queue_retry != NULL)
-		m->queue_retry(m->ctx, q->name, d);
 	if (d > 0) {
-		uint64_t now = blq__now(q);
-		uint64_t due = d > UINT64_MAX - now ? UINT64_MAX : now + d;
-
-		if (blq__timer_add(q, it, due, BLQ__TRY) == 0)
+		if (blq__timer_add(q, it, blq__now(q), d, BLQ__TRY) == 0) {
+			retried(q, w, d);
 			return true;
+		}
 		if (q->leaky) {
+			it->attempt--;
 			blq__to_dlq(q, w->cell, it, &w->cell->leaked_failed, BLQ_LEAK_REAR);
 			return true;
 		}
 		blq__log(q, BLQ_LOG_DEBUG, "queue %s: timer full, a retry skips its backoff",
 			 q->name);
+		d = 0;
 	}
+	retried(q, w, d);
 	if (blq__push_any(q, it)) {
 		blq__ec_notify(&q->items_ec, 1);
 		return true;

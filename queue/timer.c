@@ -226,7 +226,8 @@ static int reserve(blq__timer *t)
 	return 0;
 }
 
-int blq__timer_add(blq *q, const blq__item *it, uint64_t due, enum blq__mode mode)
+int blq__timer_add(blq *q, const blq__item *it, uint64_t now, uint64_t delay,
+		   enum blq__mode mode)
 {
 	blq__timer *t = &q->timer;
 	int rc = 0;
@@ -264,9 +265,9 @@ int blq__timer_add(blq *q, const blq__item *it, uint64_t due, enum blq__mode mod
 		goto out;
 	uint64_t order = t->order++;
 	blq__timed *e = &t->heap[t->n];
-	e->due = due;
+	e->due = delay > UINT64_MAX - now ? UINT64_MAX : now + delay;
 	e->order = order;
-	e->since = blq__now(q);
+	e->since = now;
 	e->item = *it;
 	sift_up(t->heap, t->n);
 	t->n++;

@@ -97,8 +97,15 @@ static void run_item(blq *q, blq__worker *w, blq__item *it)
 										 : start + it->timeout_ns;
 		}
 		int rc = q->cfg.worker(q->cfg.worker_ctx, it->payload, &w->task);
-		bool timed_out = w->task.timeout_at != 0 && blq__now(q) >= w->task.timeout_at;
+		/* Timed out: the worker was told (it no longer owns the payload,
+		 * whatever it returned), or it failed past its limit. A worker
+		 * that returns 0 without having been told keeps the payload:
+		 * deciding on the clock here would race with its free. */
+		bool timed_out = w->task.timeout_at != 0 &&
+				 (atomic_load_explicit(&w->task.timeout_seen, memory_order_relaxed) ||
+				  (rc != 0 && blq__now(q) >= w->task.timeout_at));
 		w->task.timeout_at = 0;
+		atomic_store_explicit(&w->task.timeout_seen, 0, memory_order_relaxed);
 		if (m != NULL && m->queue_exec != NULL) {
 			uint64_t t1 = blq__now(q);
 

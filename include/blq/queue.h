@@ -172,9 +172,13 @@ typedef struct blq_config {
 	 * at most. */
 	uint64_t deadline_interval_ns;
 	/* Default run-time limit of one attempt; 0 = none (such items pay
-	 * nothing for the feature). Past it the task's cancellation flag
-	 * reads true (blq_task_cancelled) and, when the worker returns, the
-	 * attempt counts as failed, whatever it returned. 1 year at most. */
+	 * nothing for the feature). Past it blq_task_cancelled reads true;
+	 * once it has told the worker so, the attempt counts as failed with
+	 * reason timeout whatever the worker returns (retries and fail_to_dlq
+	 * apply), and the queue keeps the payload. A worker that never asks
+	 * fails by timeout only when it returns non-zero past the limit; if
+	 * it returns 0 it processed the item and owns the payload. 1 year at
+	 * most. */
 	uint64_t timeout_ns;
 	/* Record each item's enqueue time even when nothing needs it, so
 	 * blq_task_enqueued_ns works (costs one clock read per enqueue). */
@@ -420,11 +424,15 @@ BLQ_API unsigned blq_task_worker(const blq_task *t);
  * its timeout (the queue's clock is read only when the item has one), or a
  * force close cancelled it. Long workers should poll it and return. Short
  * items (no timeout) pay one load.
- * Thread-safety: the worker's own thread (the flag may be raised from any).
+ * Ownership: once it returned true because of the timeout, the attempt has
+ * failed and the payload stays with the queue even if the worker returns 0
+ * (see timeout_ns); after a force-close cancel the return value decides.
+ * Thread-safety: any thread, while the worker call runs.
  */
 BLQ_API bool blq_task_cancelled(const blq_task *t);
 
-/** blq_task_timed_out() - true once the item ran past its timeout. */
+/** blq_task_timed_out() - true once the item ran past its timeout; the
+ * same ownership rule as blq_task_cancelled. */
 BLQ_API bool blq_task_timed_out(const blq_task *t);
 
 /** blq_task_timeout_at_ns() - the attempt's time limit on the queue's
