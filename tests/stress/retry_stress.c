@@ -1,0 +1,295 @@
+/*
+ * Stress for the timer paths: random failures with retries and backoff,
+ * per-job delays, deadlines and timeouts, a small timer now and then (so
+ * the full-timer paths run), enqueue-and-wait callers that give up early,
+ * and a random close (graceful, with a short limit, forced) while the
+ * producers and the timer are busy. Real clock, microsecond intervals.
+ *
+ * Every item carries an outcome counter: after the close each accepted
+ * item must have exactly one outcome (processed by a worker, freed by the
+ * queue, or taken by the DLQ), each refused one none, and
+ * in == processed + failed + leaked + expired + lost.
+ *
+ * A plain program (Criterion aborts under TSan): prints "N passed, N
+ * failed" and exits non-zero on any failure.
+ * Usage: retry_stress [rounds] [items-per-producer]
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <blq/blq.h>
+
+#define PRODUCERS 3
+#define MAGIC_LIVE 0xdeadu
+#define MAGIC_TAKEN 0xbeefu
+#define US 1000ull
+
+typedef struct item {
+	_Atomic unsigned magic;
+	unsigned producer;
+	uint64_t seq;
+	_Atomic int running;  /* a worker is inside it: must stay 0 or 1 */
+	_Atomic int outcomes; /* must end 1 when accepted, 0 when refused */
+	bool accepted;
+} item;
+
+typedef struct round_ctx {
+	blq *q;
+	item *items;
+	uint64_t per;
+	unsigned fail_pct;
+	_Atomic uint64_t accepted, dlq_got, waited;
+	_Atomic unsigned errors;
+	unsigned seed;
+} round_ctx;
+
+static round_ctx *g_round;
+
+static void fail_check(round_ctx *r, const char *what, const item *it)
+{
+	if (atomic_fetch_add(&r->errors, 1) < 10)
+		fprintf(stderr, "retry_stress: %s (producer %u seq %" PRIu64 ")\n", what,
+			it->producer, it->seq);
+}
+
+static void outcome(round_ctx *r, item *it)
+{
+	if (atomic_fetch_add(&it->outcomes, 1) != 0)
+		fail_check(r, "an item reached a second outcome", it);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Returns 1 (failure: the queue keeps the payload) or 0 (processed). */
+static int give_back(item *it, int rc)
+{
+	atomic_store(&it->magic, MAGIC_LIVE);
+	atomic_fetch_sub(&it->running, 1);
+	return rc;
+}
+
+static int worker(void *ctx, void *payload, blq_task *task)
+{
+	round_ctx *r = ctx;
+	item *it = payload;
+	unsigned seed = (unsigned)(uintptr_t)it ^ r->seed ^ blq_task_attempt(task);
+
+	if (atomic_fetch_add(&it->running, 1) != 0)
+		fail_check(r, "two workers ran one item at once", it);
+	if (atomic_exchange(&it->magic, MAGIC_TAKEN) != MAGIC_LIVE)
+		fail_check(r, "a worker got an item with a bad magic", it);
+	if (blq_task_timeout_at_ns(task) != 0 && rand_r(&seed) % 2 == 0) {
+		/* A long one: poll the token until told (timeout or force). */
+		uint64_t end = now_ns() + 2000 * US;
+		while (!blq_task_cancelled(task) && now_ns() < end)
+			;
+		if (blq_task_timed_out(task))
+			return give_back(it, rand_r(&seed) % 2); /* told: not ours either way */
+		if (blq_task_cancelled(task))
+			return give_back(it, 1);
+	}
+	if ((unsigned)rand_r(&seed) % 100 < r->fail_pct)
+		return give_back(it, 1);
+	atomic_fetch_sub(&it->running, 1);
+	outcome(r, it); /* processed: ours now */
+	return 0;
+}
+
+static void item_free(void *payload)
+{
+	outcome(g_round, payload);
+}
+
+static int dlq_enqueue(void *self, void *payload)
+{
+	round_ctx *r = self;
+
+	atomic_fetch_add(&r->dlq_got, 1);
+	outcome(r, payload);
+	return 0;
+}
+
+typedef struct producer_arg {
+	round_ctx *r;
+	unsigned index;
+} producer_arg;
+
+static void *producer(void *p)
+{
+	producer_arg *a = p;
+	round_ctx *r = a->r;
+	unsigned seed = r->seed * 31 + a->index;
+
+	for (uint64_t i = 0; i < r->per; i++) {
+		item *it = &r->items[a->index * r->per + i];
+		blq_job j = {.payload = it};
+		int rc;
+
+		it->producer = a->index;
+		it->seq = i;
+		atomic_store(&it->magic, MAGIC_LIVE);
+		if (rand_r(&seed) % 4 == 0)
+			j.delay_ns = (uint64_t)(rand_r(&seed) % 300) * US;
+		if (rand_r(&seed) % 5 == 0)
+			j.deadline_ns = j.delay_ns + (uint64_t)(1 + rand_r(&seed) % 2000) * US;
+		if (rand_r(&seed) % 6 == 0)
+			j.timeout_ns = (uint64_t)(20 + rand_r(&seed) % 100) * US;
+		switch (rand_r(&seed) % 8) {
+		case 0: {
+			/* Waits briefly, often gives up: the record outlives it. */
+			enum blq_outcome o;
+			rc = blq_enqueue_wait(r->q, &j, (uint64_t)(rand_r(&seed) % 200) * US, &o);
+			if (rc == BLQ_ETIMEDOUT)
+				rc = 0;
+			else if (rc == 0)
+				atomic_fetch_add(&r->waited, 1);
+			break;
+		}
+		case 1:
+			rc = j.delay_ns || j.deadline_ns || j.timeout_ns ? blq_enqueue_job(r->q, &j)
+									 : blq_try_enqueue(r->q, it);
+			break;
+		default:
+			rc = blq_enqueue_job(r->q, &j);
+		}
+		if (rc == 0) {
+			it->accepted = true;
+			atomic_fetch_add(&r->accepted, 1);
+		} else if (rc != BLQ_ECLOSED && rc != BLQ_EFULL) {
+			fail_check(r, "enqueue returned an unexpected code", it);
+		}
+	}
+	return NULL;
+}
+
+static int run_round(unsigned round, uint64_t per)
+{
+	round_ctx *r = calloc(1, sizeof(*r));
+	unsigned seed = (unsigned)time(NULL) ^ (round * 2654435761u);
+	int closing = (int)(rand_r(&seed) % 3); /* 0 graceful, 1 timeout, 2 force */
+	blq_config c = {0};
+	blq_error err;
+
+	r->per = per;
+	r->seed = seed;
+	r->items = calloc(PRODUCERS * per, sizeof(item));
+	r->fail_pct = rand_r(&seed) % 30;
+	g_round = r;
+
+	c.name = "retry-stress";
+	c.capacity = 16 + rand_r(&seed) % 64;
+	c.workers = 1 + rand_r(&seed) % 4;
+	c.worker = worker;
+	c.worker_ctx = r;
+	c.item_free = item_free;
+	c.max_retries = rand_r(&seed) % 4;
+	c.retry_interval_ns = (rand_r(&seed) % 2) * 20 * US;
+	if (c.retry_interval_ns) {
+		c.backoff = BLQ_BACKOFF_EXPONENTIAL;
+		c.jitter = BLQ_JITTER_FULL;
+	}
+	c.timer_capacity = rand_r(&seed) % 3 == 0 ? 8 : 0;
+	if (round % 3 != 2) {
+		c.dlq.enqueue = dlq_enqueue;
+		c.dlq.self = r;
+		c.fail_to_dlq = round % 2 == 0;
+		c.deadline_to_dlq = round % 4 == 1;
+		c.leak_direction = round % 2 ? BLQ_LEAK_FRONT : BLQ_LEAK_REAR;
+	}
+	r->q = blq_new(&c, &err);
+	if (r->q == NULL) {
+		fprintf(stderr, "retry_stress: blq_new: %s\n", err.msg);
+		return 1;
+	}
+
+	pthread_t t[PRODUCERS];
+	producer_arg args[PRODUCERS];
+	for (unsigned i = 0; i < PRODUCERS; i++) {
+		args[i] = (producer_arg){r, i};
+		pthread_create(&t[i], NULL, producer, &args[i]);
+	}
+	bool drain_first = round % 4 == 3; /* close after every item is in */
+	if (drain_first) {
+		for (unsigned i = 0; i < PRODUCERS; i++)
+			pthread_join(t[i], NULL);
+	} else {
+		struct timespec ts = {0, (long)(rand_r(&seed) % 30) * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+	if (closing == 0)
+		blq_close(r->q);
+	else if (closing == 1)
+		blq_close_timeout(r->q, (uint64_t)(rand_r(&seed) % 3) * 1000000u);
+	else
+		blq_force_close(r->q);
+	for (unsigned i = 0; i < PRODUCERS && !drain_first; i++)
+		pthread_join(t[i], NULL);
+
+	struct blq_stats s;
+	blq_stats(r->q, &s);
+	if (s.in != s.processed + s.failed + s.leaked + s.expired + s.lost) {
+		fprintf(stderr,
+			"retry_stress: round %u: in %" PRIu64 " != processed %" PRIu64
+			" + failed %" PRIu64 " + leaked %" PRIu64 " + expired %" PRIu64
+			" + lost %" PRIu64 "\n",
+			round, s.in, s.processed, s.failed, s.leaked, s.expired, s.lost);
+		atomic_fetch_add(&r->errors, 1);
+	}
+	if (s.in != atomic_load(&r->accepted) || s.leaked != atomic_load(&r->dlq_got) ||
+	    s.size != 0 || s.delayed != 0) {
+		fprintf(stderr,
+			"retry_stress: round %u: in %" PRIu64 " accepted %" PRIu64 " leaked %" PRIu64
+			" dlq %" PRIu64 " size %zu delayed %" PRIu64 "\n",
+			round, s.in, atomic_load(&r->accepted), s.leaked, atomic_load(&r->dlq_got),
+			s.size, s.delayed);
+		atomic_fetch_add(&r->errors, 1);
+	}
+	for (uint64_t i = 0; i < PRODUCERS * per; i++) {
+		item *it = &r->items[i];
+
+		if (atomic_load(&it->outcomes) != (it->accepted ? 1 : 0))
+			fail_check(r, it->accepted ? "an accepted item has no single outcome"
+						   : "a refused item reached an outcome",
+				   it);
+	}
+	blq_free(r->q);
+	unsigned errors = atomic_load(&r->errors);
+	printf("round %2u: cap %3zu w %u retries %u %s %s %-7s fail %2u%% in %5" PRIu64
+	       " processed %5" PRIu64 " failed %4" PRIu64 " leaked %5" PRIu64 " expired %4" PRIu64
+	       " lost %4" PRIu64 " retried %5" PRIu64 " timed out %3" PRIu64 " -> %s\n",
+	       round, c.capacity, c.workers, c.max_retries, c.retry_interval_ns ? "backoff" : "direct",
+	       c.dlq.enqueue ? "leaky" : "block",
+	       closing == 0 ? "close" : closing == 1 ? "timeout" : "force", r->fail_pct, s.in,
+	       s.processed, s.failed, s.leaked, s.expired, s.lost, s.retried, s.timed_out,
+	       errors ? "FAIL" : "ok");
+	free(r->items);
+	free(r);
+	return errors ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned rounds = argc > 1 ? (unsigned)atoi(argv[1]) : 20;
+	uint64_t per = argc > 2 ? (uint64_t)atoll(argv[2]) : 5000;
+	unsigned passed = 0, failed = 0;
+
+	for (unsigned i = 0; i < rounds; i++) {
+		if (run_round(i, per) == 0)
+			passed++;
+		else
+			failed++;
+	}
+	printf("%u passed, %u failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
