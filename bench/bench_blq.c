@@ -34,7 +34,8 @@ int64_t bench_run_blq(const bench_shape *s, const blq_config *base, uint64_t *al
 	c.capacity = s->capacity;
 	if (c.workers == 0 && c.workers_max == 0)
 		c.workers = s->workers;
-	c.worker = task_worker;
+	if (c.worker == NULL)
+		c.worker = task_worker; /* a base's own worker gets the shape too */
 	c.worker_ctx = (void *)s;
 	blq *q = blq_new(&c, &err);
 	if (q == NULL)

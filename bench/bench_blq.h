@@ -7,8 +7,10 @@
 
 #include "baseline.h"
 
-/* Runs the shape through a blq queue configured like *base (capacity,
- * worker and, unless base sets a pool, workers come from the shape).
+/* Runs the shape through a blq queue configured like *base (capacity and,
+ * unless base sets a pool, workers come from the shape; the worker is one
+ * that runs shape->task unless base sets its own, which then receives the
+ * shape as its ctx).
  * *allocs_in_run receives the allocations made while items flowed: from the
  * producers' release to the last item's end, excluding queue creation and
  * thread start-up. Returns elapsed ns or -1. */

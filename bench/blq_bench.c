@@ -341,6 +341,35 @@ static int paired_ratio(const char *name, const bench_shape *s, const blq_config
 	return 0;
 }
 
+/* RETRY: every tenth payload fails its first attempt. */
+static int fail_tenth_once(void *ctx, void *payload, blq_task *t)
+{
+	const bench_shape *s = ctx;
+
+	s->task(payload);
+	return (uintptr_t)payload % 10 == 0 && blq_task_attempt(t) == 1 ? -1 : 0;
+}
+
+/* RETRY: W1 where 10% of the items fail once and come back after a 1 ms
+ * exponential backoff through the timer, paired with plain W1. The timer
+ * holds up to 65536 items: at W1's pace ~2,000 retries wait at any time,
+ * more than the default (the capacity, 1024) would take before retries
+ * start skipping their backoff. */
+static int retry_workload(size_t items, unsigned rounds)
+{
+	bench_shape s = {.producers = 2, .workers = 2, .items = items ? items : 2000000,
+			 .capacity = 1024, .task = tiny_task};
+	blq_config plain = {.name = "bench"};
+	blq_config retry = plain;
+
+	retry.worker = fail_tenth_once;
+	retry.max_retries = 1;
+	retry.retry_interval_ns = 1000000;
+	retry.backoff = BLQ_BACKOFF_EXPONENTIAL;
+	retry.timer_capacity = 65536;
+	return paired_ratio("RETRY", &s, &retry, &plain, rounds);
+}
+
 /* W1-PROM: W1 with the Prometheus writer attached, paired with plain W1. */
 static int w1_prom(size_t items, unsigned rounds)
 {
@@ -375,6 +404,8 @@ static void usage(FILE *f)
 		"  IDLE-BALANCED  CPU of an idle balanced queue over 5 s (getrusage)\n"
 		"  W1-PROM  W1 with the Prometheus writer attached, back to back with\n"
 		"       plain W1 per round; w1_ratio = median of the round ratios\n"
+		"  RETRY  W1 where 10%% of the items fail once and retry after a 1 ms\n"
+		"       exponential backoff (timer_capacity 65536), paired with W1\n"
 		"\n"
 		"Options:\n"
 		"  --compare   also run the other systems round-robin with blq and print\n"
@@ -387,7 +418,7 @@ static void usage(FILE *f)
 		"Output: BENCH <workload> <system> ns_per_item=.. items_per_s=..\n"
 		"        allocs_per_item=.. [p50_us=.. p90_us=.. p99_us=.. p999_us=..]\n"
 		"        [wall_s=..] [blq_ratio=..] rounds=..\n"
-		"        W2-VS-W1 and W1-PROM add w1_ns_per_item=.. w1_ratio=..\n");
+		"        W2-VS-W1, W1-PROM and RETRY add w1_ns_per_item=.. w1_ratio=..\n");
 }
 
 int main(int argc, char **argv)
@@ -399,8 +430,9 @@ int main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	static const char *const names[] = {"W1", "W2", "W3", "W4", "IDLE-BALANCED", "W1-PROM"};
-	enum { W1, W2, W3, W4, IDLE, W1PROM, NWL };
+	static const char *const names[] = {"W1",	     "W2",	"W3",	"W4",
+					    "IDLE-BALANCED", "W1-PROM", "RETRY"};
+	enum { W1, W2, W3, W4, IDLE, W1PROM, RETRY, NWL };
 	bool compare = false, want[NWL] = {false};
 	unsigned rounds = 5;
 	size_t items = 0;
@@ -504,6 +536,8 @@ int main(int argc, char **argv)
 	if (want[IDLE] && idle_balanced() != 0)
 		return 1;
 	if (want[W1PROM] && w1_prom(items, rounds) != 0)
+		return 1;
+	if (want[RETRY] && retry_workload(items, rounds) != 0)
 		return 1;
 	return 0;
 }

@@ -58,7 +58,8 @@ int blq_status_json(const blq *q, char *buf, size_t len)
 			"\"in\":%llu,\"processed\":%llu,\"failed\":%llu,\"leaked\":%llu,"
 			"\"leaked_rear\":%llu,\"leaked_front\":%llu,\"leaked_failed\":%llu,"
 			"\"leaked_deadline\":%llu,\"leaked_closed\":%llu,"
-			"\"expired\":%llu,\"lost\":%llu,\"retried\":%llu}",
+			"\"expired\":%llu,\"lost\":%llu,\"retried\":%llu,\"timed_out\":%llu,"
+			"\"delayed\":%llu}",
 			name, state, st.capacity, st.size,
 			st.capacity ? (double)st.size / (double)st.capacity : 0.0,
 			q->leaky ? "true" : "false", q->balanced ? "true" : "false",
@@ -68,5 +69,6 @@ int blq_status_json(const blq *q, char *buf, size_t len)
 			(unsigned long long)st.leaked_rear, (unsigned long long)st.leaked_front,
 			(unsigned long long)st.leaked_failed, (unsigned long long)st.leaked_deadline,
 			(unsigned long long)st.leaked_closed, (unsigned long long)st.expired,
-			(unsigned long long)st.lost, (unsigned long long)st.retried);
+			(unsigned long long)st.lost, (unsigned long long)st.retried,
+			(unsigned long long)st.timed_out, (unsigned long long)st.delayed);
 }
