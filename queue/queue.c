@@ -22,7 +22,7 @@
 static uint64_t default_now(void *ctx)
 {
 	(void)ctx;
-	return blq__monotonic_ns();
+	return blq__fast_ns();
 }
 
 static uint64_t default_wall(void *ctx)

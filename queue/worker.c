@@ -74,7 +74,8 @@ static void run_item(blq *q, blq__worker *w, blq__item *it)
 	uint64_t t0 = 0;
 
 	if (m != NULL && (m->queue_pull != NULL || m->queue_exec != NULL))
-		t0 = blq__now(q);
+		t0 = w->last_end != 0 ? w->last_end : blq__now(q);
+	w->last_end = 0;
 	if (m != NULL && m->queue_pull != NULL)
 		m->queue_pull(m->ctx, q->name, it->enq_ns != 0 && t0 > it->enq_ns ? t0 - it->enq_ns : 0);
 	if (it->deadline_ns != 0 && (t0 != 0 ? t0 : blq__now(q)) >= it->deadline_ns) {
@@ -110,7 +111,7 @@ static void run_item(blq *q, blq__worker *w, blq__item *it)
 			uint64_t t1 = blq__now(q);
 
 			m->queue_exec(m->ctx, q->name, t1 - t0, rc != 0 || timed_out);
-			t0 = t1;
+			t0 = w->last_end = t1;
 		}
 		if (rc == 0 && !timed_out) {
 			blq__processed(q, w->cell, it);
@@ -245,9 +246,13 @@ static bool spin_pop(blq *q, unsigned home, blq__item *it)
 static bool next_item(blq *q, blq__worker *w, blq__item *it)
 {
 	unsigned home = w->index % q->nrings;
-	bool slept = false;
+	bool slept = false, first = true;
 
 	for (;;) {
+		/* Only a take on the first look follows the last item at once. */
+		if (!first)
+			w->last_end = 0;
+		first = false;
 		/* Woken for one item while more wait: wake another worker,
 		 * or a burst waits on us alone (one wake per episode, ec.h). */
 		if (slept && blq_size(q) > 0) {
@@ -272,7 +277,10 @@ static bool next_item(blq *q, blq__worker *w, blq__item *it)
 			wait_resume(q);
 			continue;
 		}
-		if (blq__pop_any(q, home, it) || spin_pop(q, home, it))
+		if (blq__pop_any(q, home, it))
+			return true;
+		w->last_end = 0; /* it looks again: the next start needs its own time */
+		if (spin_pop(q, home, it))
 			return true;
 		if (paused(q))
 			continue; /* paused while we looked: stop taking */
@@ -327,6 +335,7 @@ void *blq__worker_main(void *arg)
 		 * like the items still queued. */
 		if (paused(q)) {
 			wait_resume(q);
+			w->last_end = 0;
 			if (forced(q)) {
 				/* Taken but not run: as if still queued. */
 				blq__abandon(q, w->cell, &it);
