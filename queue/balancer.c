@@ -147,7 +147,7 @@ static void shrink(blq *q, unsigned active, unsigned keep, bool stop)
 
 static double fill_rate(const blq *q)
 {
-	return (double)blq_size(q) / (double)q->cfg.capacity;
+	return (double)blq__ready(q) / (double)q->cfg.capacity;
 }
 
 static void scale_up(blq *q, const blq__bounds *b, double rate)

@@ -142,7 +142,7 @@ static void balance_hint(blq *q, uint64_t n)
 	if ((n & 63) != 63)
 		return;
 	uint64_t wake = atomic_load_explicit(&q->wakeup_permille, memory_order_relaxed);
-	if ((uint64_t)blq_size(q) * 1000 >= wake * q->cfg.capacity)
+	if (blq__ready(q) * 1000 >= wake * q->cfg.capacity)
 		blq__scale_up_hint(q);
 }
 

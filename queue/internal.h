@@ -192,6 +192,7 @@ struct blq {
 
 /* queue.c */
 uint64_t blq__fold_in(const blq *q);
+uint64_t blq__ready(const blq *q); /* items in the rings: runnable now */
 
 /* config.c */
 int blq__config_check(const blq_config *cfg, blq_error *err);

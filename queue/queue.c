@@ -229,16 +229,20 @@ int blq_free(blq *q)
 	return 0;
 }
 
-size_t blq_size(const blq *q)
+uint64_t blq__ready(const blq *q)
 {
 	uint64_t n = 0;
 
-	if (q == NULL)
-		return 0;
 	for (unsigned i = 0; i < q->nrings; i++)
 		n += blq__ring_size(&q->rings[i]);
-	n += atomic_load_explicit(&q->staged, memory_order_relaxed);
-	return (size_t)n;
+	return n;
+}
+
+size_t blq_size(const blq *q)
+{
+	if (q == NULL)
+		return 0;
+	return (size_t)(blq__ready(q) + atomic_load_explicit(&q->staged, memory_order_relaxed));
 }
 
 size_t blq_capacity(const blq *q)
@@ -248,7 +252,7 @@ size_t blq_capacity(const blq *q)
 
 double blq_rate(const blq *q)
 {
-	return q != NULL ? (double)blq_size(q) / (double)q->cfg.capacity : 0.0;
+	return q != NULL ? (double)blq__ready(q) / (double)q->cfg.capacity : 0.0;
 }
 
 const char *blq_name(const blq *q)

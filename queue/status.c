@@ -61,7 +61,7 @@ int blq_status_json(const blq *q, char *buf, size_t len)
 			"\"expired\":%llu,\"lost\":%llu,\"retried\":%llu,\"timed_out\":%llu,"
 			"\"delayed\":%llu}",
 			name, state, st.capacity, st.size,
-			st.capacity ? (double)st.size / (double)st.capacity : 0.0,
+			blq_rate(q),
 			q->leaky ? "true" : "false", q->balanced ? "true" : "false",
 			st.throttled ? "true" : "false", st.paused ? "true" : "false", st.workers_active, st.workers_asleep,
 			st.workers_idle, (unsigned long long)st.in, (unsigned long long)st.processed,

@@ -38,21 +38,12 @@ bool blq__is_own_worker(const blq *q)
 	return blq__own_queue == q;
 }
 
-static uint64_t total_size(const blq *q)
-{
-	uint64_t n = 0;
-
-	for (unsigned i = 0; i < q->nrings; i++)
-		n += blq__ring_size(&q->rings[i]);
-	return n;
-}
-
 static void after_take(blq *q)
 {
 	/* StoreLoad: the slot we freed (a release store) must be visible
 	 * before we read the producers' waiters count (ec.h). */
 	if (blq__ec_publish_then_waiters(&q->space_ec) != 0 &&
-	    total_size(q) <= q->cfg.capacity / 2 && blq__ec_claim(&q->space_ec))
+	    blq__ready(q) <= q->cfg.capacity / 2 && blq__ec_claim(&q->space_ec))
 		blq__ec_wake_slow(&q->space_ec, 0);
 }
 
@@ -162,7 +153,7 @@ static bool park(blq *q, blq__worker *w)
 	set_state(q, w, BLQ__W_ASLEEP);
 	/* The last active worker going to sleep while items wait would leave
 	 * them until the next heartbeat: have the balancer wake one now. */
-	if (atomic_load_explicit(&q->n_active, memory_order_seq_cst) == 0 && blq_size(q) > 0)
+	if (atomic_load_explicit(&q->n_active, memory_order_seq_cst) == 0 && blq__ready(q) > 0)
 		blq__scale_up_hint(q);
 	if (m != NULL && m->worker_sleep != NULL)
 		m->worker_sleep(m->ctx, q->name, w->index);
@@ -255,7 +246,7 @@ static bool next_item(blq *q, blq__worker *w, blq__item *it)
 		first = false;
 		/* Woken for one item while more wait: wake another worker,
 		 * or a burst waits on us alone (one wake per episode, ec.h). */
-		if (slept && blq_size(q) > 0) {
+		if (slept && blq__ready(q) > 0) {
 			blq__ec_notify(&q->items_ec, 1);
 			slept = false;
 		}

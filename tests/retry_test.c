@@ -427,6 +427,7 @@ Test(retry, a_long_delay_at_the_head_holds_up_nothing)
 	struct blq_stats s = stats(q);
 	cr_expect_eq(s.delayed, 1);
 	cr_expect_eq(s.size, 1);
+	cr_expect_float_eq(blq_rate(q), 0.0, 1e-9, "a delayed item is not ready: no fill");
 	cr_expect_eq(calls_of(9999, NULL, NULL, 0), 0);
 	char json[1024];
 	blq_status_json(q, json, sizeof(json));

@@ -304,13 +304,15 @@ BLQ_API int blq_enqueue_job(blq *q, const blq_job *job);
 BLQ_API int blq_enqueue_wait(blq *q, const blq_job *job, uint64_t wait_ns,
 			     enum blq_outcome *outcome);
 
-/** blq_size() - items waiting (not counting those being processed). 0 for NULL. */
+/** blq_size() - items waiting (not counting those being processed), those
+ * in the timer (delays, retry backoff) included. 0 for NULL. */
 BLQ_API size_t blq_size(const blq *q);
 
 /** blq_capacity() - the configured capacity. 0 for NULL. */
 BLQ_API size_t blq_capacity(const blq *q);
 
-/** blq_rate() - fill rate size/capacity in [0, 1]. 0 for NULL. */
+/** blq_rate() - fill rate in [0, 1]: items ready to run (in the queue,
+ * not in the timer) over capacity; what the balancer acts on. 0 for NULL. */
 BLQ_API double blq_rate(const blq *q);
 
 /** blq_name() - the queue's name; valid until blq_free. */
