@@ -44,6 +44,14 @@ uint64_t blq__monotonic_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t blq__deadline_after(uint64_t ns)
+{
+	if (ns == UINT64_MAX)
+		return 0;
+	uint64_t now = blq__monotonic_ns(); /* > 0: time since boot */
+	return ns < UINT64_MAX - now ? now + ns : 0;
+}
+
 #if defined(__x86_64__)
 
 #define CAL_BASELINE_NS 10000000ull /* measure the rate over 10 ms */

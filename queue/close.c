@@ -170,14 +170,7 @@ int blq_close_timeout(blq *q, uint64_t timeout_ns)
 	begin_close(q, false);
 	if (blq__is_own_worker(q))
 		return 0;
-	uint64_t abs_ns = 0; /* no limit */
-	if (timeout_ns != UINT64_MAX) {
-		uint64_t now = blq__monotonic_ns(); /* > 0: time since boot */
-
-		if (timeout_ns < UINT64_MAX - now)
-			abs_ns = now + timeout_ns;
-	}
-	if (!wait_workers(q, abs_ns)) {
+	if (!wait_workers(q, blq__deadline_after(timeout_ns))) {
 		begin_close(q, true);
 		rc = BLQ_ETIMEDOUT;
 	}

@@ -58,13 +58,7 @@ int blq_wait_idle(blq *q, uint64_t timeout_ns)
 		return BLQ_EINVAL;
 	if (blq__is_own_worker(q))
 		return BLQ_EDEADLK;
-	uint64_t deadline = 0; /* none */
-	if (timeout_ns != UINT64_MAX) {
-		uint64_t now = blq__monotonic_ns();
-
-		if (timeout_ns < UINT64_MAX - now)
-			deadline = now + timeout_ns;
-	}
+	uint64_t deadline = blq__deadline_after(timeout_ns); /* 0: none */
 	for (;;) {
 		uint32_t snap = blq__ec_prepare(&q->idle_ec);
 

@@ -201,6 +201,9 @@ int blq__config_check(const blq_config *cfg, blq_error *err);
  * same clock read cheaply (the queue's default clock). */
 uint64_t blq__monotonic_ns(void);
 uint64_t blq__fast_ns(void);
+/* The absolute CLOCK_MONOTONIC time `ns` from now, for blq__ec_wait and
+ * condition variables; 0 (no limit) for UINT64_MAX or on overflow. */
+uint64_t blq__deadline_after(uint64_t ns);
 static inline uint64_t blq__now(const blq *q)
 {
 	/* No indirect call for the default clock. */

@@ -51,13 +51,7 @@ int blq_enqueue_wait(blq *q, const blq_job *job, uint64_t wait_ns, enum blq_outc
 		free(w); /* not accepted: no outcome will ever come */
 		return rc;
 	}
-	uint64_t deadline = 0; /* none */
-	if (wait_ns != UINT64_MAX) {
-		uint64_t now = blq__monotonic_ns();
-
-		if (wait_ns < UINT64_MAX - now)
-			deadline = now + wait_ns;
-	}
+	uint64_t deadline = blq__deadline_after(wait_ns); /* 0: none */
 	int o;
 	for (;;) {
 		uint32_t snap = blq__ec_prepare(&w->ec);

@@ -18,6 +18,8 @@
 
 #include <blq/blq.h>
 
+#include "stress_util.h"
+
 #define PRODUCERS 3
 
 typedef struct item {
@@ -177,12 +179,5 @@ static int run_round(unsigned round, uint64_t per)
 
 int main(int argc, char **argv)
 {
-	unsigned rounds = argc > 1 ? (unsigned)atoi(argv[1]) : 10;
-	uint64_t per = argc > 2 ? (uint64_t)atoll(argv[2]) : 20000;
-	unsigned passed = 0, failed = 0;
-
-	for (unsigned i = 0; i < rounds; i++)
-		run_round(i, per) == 0 ? passed++ : failed++;
-	printf("%u passed, %u failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return stress_main(argc, argv, 10, 20000, run_round);
 }

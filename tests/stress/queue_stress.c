@@ -25,6 +25,8 @@
 
 #include <blq/blq.h>
 
+#include "stress_util.h"
+
 #define PRODUCERS 4
 #define WORKERS 4
 #define MAGIC_LIVE 0xdeadu
@@ -154,7 +156,7 @@ static int run_round(unsigned round, uint64_t per)
 {
 	round_ctx *r = calloc(1, sizeof(*r));
 	unsigned seed = (unsigned)time(NULL) ^ (round * 2654435761u);
-	int closing = (int)(rand_r(&seed) % 3); /* 0 graceful, 1 timeout, 2 force */
+	int closing = (int)(rand_r(&seed) % STRESS_NCLOSE);
 	blq_config c = {0};
 	blq_error err;
 
@@ -195,25 +197,14 @@ static int run_round(unsigned round, uint64_t per)
 	nanosleep(&ts, NULL);
 	if (rand_r(&seed) % 4 == 0)
 		atomic_store(&r->dlq_refuses, true);
-	if (closing == 0)
-		blq_close(r->q);
-	else if (closing == 1)
-		blq_close_timeout(r->q, (uint64_t)(rand_r(&seed) % 3) * 1000000u);
-	else
-		blq_force_close(r->q);
+	const char *how = stress_close(r->q, closing, &seed);
 	for (unsigned i = 0; i < PRODUCERS; i++)
 		pthread_join(t[i], NULL);
 
 	struct blq_stats s;
 	blq_stats(r->q, &s);
-	if (s.in != s.processed + s.failed + s.leaked + s.expired + s.lost) {
-		fprintf(stderr,
-			"queue_stress: round %u: in %" PRIu64 " != processed %" PRIu64
-			" + failed %" PRIu64 " + leaked %" PRIu64 " + expired %" PRIu64
-			" + lost %" PRIu64 "\n",
-			round, s.in, s.processed, s.failed, s.leaked, s.expired, s.lost);
+	if (!stress_balanced("queue_stress", round, &s))
 		atomic_fetch_add(&r->errors, 1);
-	}
 	if (s.in != atomic_load(&r->accepted)) {
 		fprintf(stderr, "queue_stress: round %u: in %" PRIu64 " but producers saw %" PRIu64 " accepted\n",
 			round, s.in, atomic_load(&r->accepted));
@@ -239,7 +230,7 @@ static int run_round(unsigned round, uint64_t per)
 	       " processed %6" PRIu64 " failed %5" PRIu64 " leaked %6" PRIu64 " lost %5" PRIu64
 	       " -> %s\n",
 	       round, c.streams, c.capacity, c.dlq.enqueue ? "leaky" : "block",
-	       closing == 0 ? "close" : closing == 1 ? "timeout" : "force", r->fail_pct, s.in,
+	       how, r->fail_pct, s.in,
 	       s.processed, s.failed, s.leaked, s.lost, errors ? "FAIL" : "ok");
 	free(r->items);
 	free(r);
@@ -248,16 +239,5 @@ static int run_round(unsigned round, uint64_t per)
 
 int main(int argc, char **argv)
 {
-	unsigned rounds = argc > 1 ? (unsigned)atoi(argv[1]) : 20;
-	uint64_t per = argc > 2 ? (uint64_t)atoll(argv[2]) : 20000;
-	unsigned passed = 0, failed = 0;
-
-	for (unsigned i = 0; i < rounds; i++) {
-		if (run_round(i, per) == 0)
-			passed++;
-		else
-			failed++;
-	}
-	printf("%u passed, %u failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return stress_main(argc, argv, 20, 20000, run_round);
 }

@@ -24,6 +24,8 @@
 
 #include <blq/blq.h>
 
+#include "stress_util.h"
+
 #define PRODUCERS 3
 #define MAGIC_LIVE 0xdeadu
 #define MAGIC_TAKEN 0xbeefu
@@ -177,7 +179,7 @@ static int run_round(unsigned round, uint64_t per)
 {
 	round_ctx *r = calloc(1, sizeof(*r));
 	unsigned seed = (unsigned)time(NULL) ^ (round * 2654435761u);
-	int closing = (int)(rand_r(&seed) % 3); /* 0 graceful, 1 timeout, 2 force */
+	int closing = (int)(rand_r(&seed) % STRESS_NCLOSE);
 	blq_config c = {0};
 	blq_error err;
 
@@ -227,25 +229,14 @@ static int run_round(unsigned round, uint64_t per)
 		struct timespec ts = {0, (long)(rand_r(&seed) % 30) * 1000000L};
 		nanosleep(&ts, NULL);
 	}
-	if (closing == 0)
-		blq_close(r->q);
-	else if (closing == 1)
-		blq_close_timeout(r->q, (uint64_t)(rand_r(&seed) % 3) * 1000000u);
-	else
-		blq_force_close(r->q);
+	const char *how = stress_close(r->q, closing, &seed);
 	for (unsigned i = 0; i < PRODUCERS && !drain_first; i++)
 		pthread_join(t[i], NULL);
 
 	struct blq_stats s;
 	blq_stats(r->q, &s);
-	if (s.in != s.processed + s.failed + s.leaked + s.expired + s.lost) {
-		fprintf(stderr,
-			"retry_stress: round %u: in %" PRIu64 " != processed %" PRIu64
-			" + failed %" PRIu64 " + leaked %" PRIu64 " + expired %" PRIu64
-			" + lost %" PRIu64 "\n",
-			round, s.in, s.processed, s.failed, s.leaked, s.expired, s.lost);
+	if (!stress_balanced("retry_stress", round, &s))
 		atomic_fetch_add(&r->errors, 1);
-	}
 	if (s.in != atomic_load(&r->accepted) || s.leaked != atomic_load(&r->dlq_got) ||
 	    s.size != 0 || s.delayed != 0) {
 		fprintf(stderr,
@@ -270,7 +261,7 @@ static int run_round(unsigned round, uint64_t per)
 	       " lost %4" PRIu64 " retried %5" PRIu64 " timed out %3" PRIu64 " -> %s\n",
 	       round, c.capacity, c.workers, c.max_retries, c.retry_interval_ns ? "backoff" : "direct",
 	       c.dlq.enqueue ? "leaky" : "block",
-	       closing == 0 ? "close" : closing == 1 ? "timeout" : "force", r->fail_pct, s.in,
+	       how, r->fail_pct, s.in,
 	       s.processed, s.failed, s.leaked, s.expired, s.lost, s.retried, s.timed_out,
 	       errors ? "FAIL" : "ok");
 	free(r->items);
@@ -280,16 +271,5 @@ static int run_round(unsigned round, uint64_t per)
 
 int main(int argc, char **argv)
 {
-	unsigned rounds = argc > 1 ? (unsigned)atoi(argv[1]) : 20;
-	uint64_t per = argc > 2 ? (uint64_t)atoll(argv[2]) : 5000;
-	unsigned passed = 0, failed = 0;
-
-	for (unsigned i = 0; i < rounds; i++) {
-		if (run_round(i, per) == 0)
-			passed++;
-		else
-			failed++;
-	}
-	printf("%u passed, %u failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return stress_main(argc, argv, 20, 5000, run_round);
 }
