@@ -34,6 +34,7 @@ void blq__wake_all(blq *q)
 	blq__ec_notify(&q->pause_ec, 0);
 	blq__ec_notify(&q->idle_ec, 0);
 	blq__ec_notify(&q->hb_ec, 0);
+	blq__qos_wake_all(q);
 }
 
 static void begin_close(blq *q, bool force)
@@ -109,7 +110,7 @@ static void sweep(blq *q)
 	blq__item it;
 	uint64_t n = 0;
 
-	while (blq__pop_any(q, 0, &it)) {
+	while (blq__pop_any(q, 0, &it) || blq__qos_take_any(q, &it)) {
 		n++;
 		if (q->leaky) {
 			blq__to_dlq(q, c, it.payload, &c->leaked_closed, BLQ_LEAK_FRONT);
@@ -150,6 +151,7 @@ static void finish(blq *q)
 	 * its item (workers_min 0); joining waits for it to drain and exit. */
 	blq__pool_join_all(q);
 	blq__balancer_stop(q);
+	blq__qos_stop(q); /* after the producers left: sub-queues only drain now */
 	sweep(q);
 
 	pthread_mutex_lock(&q->mu);

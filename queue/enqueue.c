@@ -109,7 +109,8 @@ void blq__to_dlq(blq *q, blq__cell *c, void *payload, _Atomic uint64_t *leak_cou
 		m->queue_lost(m->ctx, q->name);
 }
 
-/* Counts the producer out; then, if it pushed, wakes a worker that sleeps.
+/* Counts the producer out; then, if it pushed, wakes a worker that sleeps
+ * (with QoS, an egress thread).
  * The locked add orders the push before the read of the waiters count,
  * which is the barrier blq__ec_notify would otherwise issue (ec.h). */
 static void leave(blq *q, blq__cell *c, bool pushed)
@@ -124,12 +125,14 @@ static void leave(blq *q, blq__cell *c, bool pushed)
 		 * producers to leave. */
 		blq__ec_notify(&q->idle_ec, 0);
 	} else {
+		/* QoS: the item is in a sub-queue; an egress thread moves it on. */
+		blq__ec *ec = q->qos != NULL ? blq__qos_ec(q) : &q->items_ec;
 #ifdef BLQ__TSAN
-		blq__ec_notify(&q->items_ec, 1); /* TSan: the RMW form of the barrier */
+		blq__ec_notify(ec, 1); /* TSan: the RMW form of the barrier */
 #else
-		if (atomic_load_explicit(&q->items_ec.waiters, memory_order_relaxed) != 0 &&
-		    blq__ec_claim(&q->items_ec))
-			blq__ec_wake_slow(&q->items_ec, 1);
+		if (atomic_load_explicit(&ec->waiters, memory_order_relaxed) != 0 &&
+		    blq__ec_claim(ec))
+			blq__ec_wake_slow(ec, 1);
 #endif
 	}
 	/* After close, the closer and draining workers wait for the producers
@@ -180,7 +183,7 @@ static bool leak(blq *q, blq__cell *c, const blq__item *it)
 
 enum { MODE_BLOCK, MODE_TRY };
 
-static int enqueue_item(blq *q, blq__item *it, int mode)
+static int enqueue_item(blq *q, blq__item *it, int mode, uint64_t weight)
 {
 	blq__cell *c = blq__producer_cell(q);
 	bool pushed = false;
@@ -209,6 +212,10 @@ static int enqueue_item(blq *q, blq__item *it, int mode)
 		if (it->deadline_ns != 0)
 			it->deadline_ns = it->deadline_ns > UINT64_MAX - now ? UINT64_MAX
 									     : now + it->deadline_ns;
+	}
+	if (q->qos != NULL) {
+		rc = blq__qos_enqueue(q, c, it, weight, mode == MODE_TRY, &pushed);
+		goto placed;
 	}
 	for (;;) {
 		if (push_any(q, it)) {
@@ -250,6 +257,7 @@ static int enqueue_item(blq *q, blq__item *it, int mode)
 			break;
 		}
 	}
+placed:
 	/* No active worker for our item (workers_min 0): start one while we
 	 * still count as in flight, so a close cannot finish before it. */
 	if (pushed && q->balanced && atomic_load_explicit(&q->n_active, memory_order_acquire) == 0)
@@ -276,7 +284,7 @@ static int enqueue_payload(blq *q, void *payload, int mode)
 		.deadline_ns = q->cfg.deadline_interval_ns,
 		.attempt = 1,
 	};
-	return enqueue_item(q, &it, mode);
+	return enqueue_item(q, &it, mode, 0);
 }
 
 int blq_enqueue(blq *q, void *payload)
@@ -301,7 +309,7 @@ int blq_enqueue_job(blq *q, const blq_job *job)
 		.deadline_ns = job->deadline_ns != 0 ? job->deadline_ns : q->cfg.deadline_interval_ns,
 		.attempt = 1,
 	};
-	return enqueue_item(q, &it, MODE_BLOCK);
+	return enqueue_item(q, &it, MODE_BLOCK, job->weight);
 }
 
 static int enqueuer_cb(void *self, void *payload)

@@ -70,7 +70,9 @@ static void apply_defaults(blq *q)
 
 static int alloc_rings(blq *q)
 {
-	size_t per = q->cfg.capacity / q->cfg.streams, extra = q->cfg.capacity % q->cfg.streams;
+	if (q->ring_cap == 0) /* QoS has set its egress's */
+		q->ring_cap = q->cfg.capacity;
+	size_t per = q->ring_cap / q->cfg.streams, extra = q->ring_cap % q->cfg.streams;
 
 	q->rings = aligned_alloc(BLQ__CACHELINE, sizeof(blq__ring) * q->cfg.streams);
 	if (q->rings == NULL)
@@ -144,6 +146,7 @@ static void destroy(blq *q, bool sync_ready)
 	free(q->cells);
 	free(q->workers);
 	blq_schedule_free(q->schedule);
+	blq__qos_free(q);
 	if (sync_ready) {
 		pthread_cond_destroy(&q->cond);
 		pthread_mutex_destroy(&q->pool_mu);
@@ -179,7 +182,7 @@ blq *blq_new(const blq_config *cfg, blq_error *err)
 	}
 	apply_defaults(q);
 	q->start_ns = blq__now(q);
-	if (alloc_rings(q) != 0 || alloc_workers(q) != 0) {
+	if (blq__qos_init(q) != 0 || alloc_rings(q) != 0 || alloc_workers(q) != 0) {
 		blq__error_set(err, BLQ_ENOMEM, "capacity: out of memory for %zu items",
 			       q->cfg.capacity);
 		destroy(q, false);
@@ -191,6 +194,8 @@ blq *blq_new(const blq_config *cfg, blq_error *err)
 		return NULL;
 	}
 	rc = blq__balancer_start(q, err);
+	if (rc == 0)
+		rc = blq__qos_start(q, err);
 	if (rc != 0) {
 		blq_force_close(q); /* stops and joins the workers that did start */
 		destroy(q, true);

@@ -52,7 +52,7 @@ static void after_take(blq *q)
 	/* StoreLoad: the slot we freed (a release store) must be visible
 	 * before we read the producers' waiters count (ec.h). */
 	if (blq__ec_publish_then_waiters(&q->space_ec) != 0 &&
-	    total_size(q) <= q->cfg.capacity / 2 && blq__ec_claim(&q->space_ec))
+	    total_size(q) <= q->ring_cap / 2 && blq__ec_claim(&q->space_ec))
 		blq__ec_wake_slow(&q->space_ec, 0);
 }
 

@@ -5,6 +5,7 @@
 #include <blq/version.h>
 #include <blq/error.h>
 #include <blq/queue.h>
+#include <blq/qos.h>
 #include <blq/schedule.h>
 #include <blq/dlq.h>
 #include <blq/workers.h>

@@ -30,6 +30,7 @@
 #include <blq/export.h>
 #include <blq/log.h>
 #include <blq/metrics.h>
+#include <blq/qos.h>
 #include <blq/schedule.h>
 
 #ifdef __cplusplus
@@ -79,12 +80,16 @@ typedef struct blq_config {
 	/* Name used in metrics, logs and status; copied. Default "queue",
 	 * at most 63 bytes. */
 	const char *name;
-	/* Items the queue holds, exactly (not rounded). Required, >= 1. */
+	/* Items the queue holds, exactly (not rounded). Required, >= 1;
+	 * with qos, 0 or the sum of the sub-queues and the egress. */
 	size_t capacity;
 	/* Shards the buffer into this many rings, like the original's pfifo,
 	 * to spread contention. Default 1; 1..capacity. Each ring holds
-	 * capacity/streams items (the first capacity%streams hold one more). */
+	 * capacity/streams items (the first capacity%streams hold one more).
+	 * With qos: 0 (set qos->egress.streams instead). */
 	unsigned streams;
+	/* Priority sub-queues (qos.h); copied at creation. Optional. */
+	const blq_qos_config *qos;
 
 	/* Worker callback and its context. Required. */
 	blq_worker_fn worker;
@@ -168,7 +173,8 @@ typedef struct blq_job {
 	uint64_t delay_ns;
 	/* Overrides the config's deadline_interval_ns when non-zero. */
 	uint64_t deadline_ns;
-	/* Priority weight for QoS queues; ignored without QoS. */
+	/* Priority weight for QoS queues: what the evaluator gets (the
+	 * weighted one maps it to a percent); ignored without QoS. */
 	uint64_t weight;
 } blq_job;
 
