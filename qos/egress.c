@@ -123,7 +123,10 @@ static uint64_t egress_room(const blq *q)
 	return used < q->ring_cap ? q->ring_cap - used : 0;
 }
 
-/* Sleeps until the egress has room. False: the mover is to end. */
+/* Waits until the egress has room: a few yielding looks first (the
+ * workers are draining it; yielding hands them our CPU, and a sleep and
+ * wake-up per half-egress costs more than the moves), then sleeps. False:
+ * the mover is to end. */
 static bool wait_room(blq__mover *m)
 {
 	blq *q = m->q;
@@ -131,6 +134,11 @@ static bool wait_room(blq__mover *m)
 	if ((m->room = egress_room(q)) > 0)
 		return true;
 	flush(m);
+	for (unsigned i = 0; i < BLQ__SPIN_ROUNDS && !ending(q); i++) {
+		sched_yield();
+		if ((m->room = egress_room(q)) > 0)
+			return true;
+	}
 	for (;;) {
 		uint32_t snap = blq__ec_prepare(&q->space_ec);
 
@@ -239,22 +247,25 @@ got:
 	return true;
 }
 
+/* Round-robin over the egress streams, starting after the last used. */
 static bool push_any(blq__mover *m, const blq__item *it)
 {
 	blq *q = m->q;
 
+	if (q->nrings == 1)
+		return blq__ring_push(&q->rings[0], it);
 	for (unsigned k = 0; k < q->nrings; k++) {
-		unsigned i = (m->ring + k) % q->nrings;
-
-		if (blq__ring_push(&q->rings[i], it)) {
-			m->ring = (i + 1) % q->nrings;
+		if (++m->ring == q->nrings)
+			m->ring = 0;
+		if (blq__ring_push(&q->rings[m->ring], it))
 			return true;
-		}
 	}
 	return false;
 }
 
-/* Pushes the item into the egress, sleeping while it does not fit. False:
+/* Pushes the item into the egress. A failure despite known room is a slot
+ * a worker has claimed and not yet freed, or one another mover took: look
+ * again a few times, yielding, then sleep while it does not fit. False:
  * forced meanwhile; the item stays in m->held for the closer's sweep. */
 static bool push(blq__mover *m, const blq__item *it)
 {
@@ -263,6 +274,11 @@ static bool push(blq__mover *m, const blq__item *it)
 	if (push_any(m, it))
 		return true;
 	flush(m);
+	for (unsigned i = 0; i < BLQ__SPIN_ROUNDS && !ending(q); i++) {
+		sched_yield();
+		if (push_any(m, it))
+			return true;
+	}
 	for (;;) {
 		uint32_t snap = blq__ec_prepare(&q->space_ec);
 
