@@ -55,6 +55,22 @@ static int run_with_input(const char *cmd, const char *input, char *out, size_t 
 
 static char text[1 << 16];
 
+static void expect_lines(const char *const *want, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		cr_expect(strstr(text, want[i]) != NULL, "missing: %s", want[i]);
+}
+
+/* promtool accepts the exposition in `text` without a word. */
+static void expect_promtool_clean(void)
+{
+	char out[8192];
+	int rc = run_with_input("promtool check metrics", text, out, sizeof(out));
+
+	cr_expect_eq(rc, 0, "promtool: %s", out);
+	cr_expect_eq(strlen(out), 0, "promtool printed (lint warnings?): %s", out);
+}
+
 Test(metrics, two_live_queues_promtool_and_the_python_parser)
 {
 	blq_error err;
@@ -116,16 +132,12 @@ Test(metrics, two_live_queues_promtool_and_the_python_parser)
 		"# TYPE queue_in_total counter\n",
 		"# TYPE queue_size gauge\n",
 	};
-	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
-		cr_expect(strstr(text, want[i]) != NULL, "missing: %s", want[i]);
-
-	char out[8192];
-	int rc = run_with_input("promtool check metrics", text, out, sizeof(out));
-	cr_expect_eq(rc, 0, "promtool: %s", out);
-	cr_expect_eq(strlen(out), 0, "promtool printed (lint warnings?): %s", out);
+	expect_lines(want, sizeof(want) / sizeof(want[0]));
+	expect_promtool_clean();
 
 	/* Debian's python, where python3-prometheus-client is installed. */
-	rc = run_with_input(
+	char out[8192];
+	int rc = run_with_input(
 		"/usr/bin/python3 -c 'import sys; from prometheus_client.parser import "
 		"text_string_to_metric_families as parse; "
 		"fams = list(parse(sys.stdin.read())); "
@@ -197,12 +209,8 @@ Test(metrics, qos_subq_families)
 		"# TYPE queue_subq_size gauge\n",
 		"# TYPE queue_subq_in_total counter\n",
 	};
-	for (size_t i = 0; i < sizeof(mid) / sizeof(mid[0]); i++)
-		cr_expect(strstr(text, mid[i]) != NULL, "missing: %s", mid[i]);
-	char out[8192];
-	int rc = run_with_input("promtool check metrics", text, out, sizeof(out));
-	cr_expect_eq(rc, 0, "promtool: %s", out);
-	cr_expect_eq(strlen(out), 0, "promtool printed (lint warnings?): %s", out);
+	expect_lines(mid, sizeof(mid) / sizeof(mid[0]));
+	expect_promtool_clean();
 
 	tu_gate_open(&gate);
 	blq_close(q);

@@ -107,23 +107,11 @@ static wctx *wctx_new(bool gate_open)
 	return w;
 }
 
-/* A DLQ that records ids and frees (owns) what it gets. */
-typedef struct rec {
-	pthread_mutex_t mu;
-	uint64_t ids[256];
-	size_t n;
-} rec;
-
-static int rec_enqueue(void *self, void *payload)
+static blq_enqueuer rec_dlq(rec *r)
 {
-	rec *r = self;
+	blq_enqueuer e = {.enqueue = rec_enqueue, .self = r};
 
-	pthread_mutex_lock(&r->mu);
-	if (r->n < 256)
-		r->ids[r->n++] = ((tu_item *)payload)->id;
-	pthread_mutex_unlock(&r->mu);
-	tu_item_free(payload);
-	return 0;
+	return e;
 }
 
 static blq_qos_subq subqs3[3];
@@ -183,6 +171,22 @@ static void park_worker_and_fill_egress(blq *q, wctx *w)
 	cr_assert(TU_WAIT_FOR(subq_size(q, BLQ_QOS_EGRESS) == 1 && subqs_total(q) == 0 &&
 				      blq_size(q) == 1,
 			      2000));
+}
+
+/* Opens the gate, closes gracefully: every item must have run. */
+static void drain(blq *q, wctx *w, size_t items)
+{
+	tu_gate_open(&w->gate);
+	cr_assert_eq(blq_close(q), 0);
+	cr_assert_eq(w->n, items);
+}
+
+/* The worker ran want[0..n) in that order, from position `from`. */
+static void expect_order(const wctx *w, size_t from, const uint64_t *want, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		cr_expect_eq(w->order[from + i], want[i], "position %zu: %lu, want %lu", from + i,
+			     w->order[from + i], want[i]);
 }
 
 static void expect_balanced(blq *q)
@@ -311,8 +315,7 @@ Test(qos, ingress_boundaries)
 	cr_expect_eq(subq_size(q, 1), 2);
 	cr_expect_eq(subq_size(q, 2), 2);
 	cr_expect_eq(blq_size(q), 8); /* 7 in sub-queues + 1 in the egress */
-	tu_gate_open(&w->gate);
-	cr_assert_eq(blq_close(q), 0);
+	drain(q, w, 9);
 	expect_balanced(q);
 	blq_free(q);
 }
@@ -329,18 +332,13 @@ Test(qos, pq_strict_order)
 	park_worker_and_fill_egress(q, w);
 	for (unsigned i = 0; i < 12; i++)
 		cr_assert_eq(blq_enqueue(q, tu_item_new(ID(routes[i % 3], 10 + i))), 0);
-	tu_gate_open(&w->gate);
-	cr_assert_eq(blq_close(q), 0);
-	cr_assert_eq(w->n, 14);
-	cr_expect_eq(w->order[0], ID(LOW, 0));
-	cr_expect_eq(w->order[1], ID(LOW, 1));
+	drain(q, w, 14);
 	static const uint64_t want[] = {
-		ID(HIGH, 11), ID(HIGH, 14), ID(HIGH, 17), ID(HIGH, 20), ID(MED, 12), ID(MED, 15),
-		ID(MED, 18),  ID(MED, 21),  ID(LOW, 10),  ID(LOW, 13),  ID(LOW, 16), ID(LOW, 19),
+		ID(LOW, 0),   ID(LOW, 1),   ID(HIGH, 11), ID(HIGH, 14), ID(HIGH, 17),
+		ID(HIGH, 20), ID(MED, 12),  ID(MED, 15),  ID(MED, 18),  ID(MED, 21),
+		ID(LOW, 10),  ID(LOW, 13),  ID(LOW, 16),  ID(LOW, 19),
 	};
-	for (size_t i = 0; i < 12; i++)
-		cr_expect_eq(w->order[2 + i], want[i], "position %zu: %lu, want %lu", 2 + i,
-			     w->order[2 + i], want[i]);
+	expect_order(w, 0, want, 14);
 	expect_balanced(q);
 	blq_free(q);
 }
@@ -360,16 +358,12 @@ Test(qos, rr_rotation)
 		cr_assert_eq(blq_enqueue(q, tu_item_new(ID(MED, 20 + i))), 0);
 	for (unsigned i = 0; i < 2; i++)
 		cr_assert_eq(blq_enqueue(q, tu_item_new(ID(LOW, 30 + i))), 0);
-	tu_gate_open(&w->gate);
-	cr_assert_eq(blq_close(q), 0);
-	cr_assert_eq(w->n, 12);
+	drain(q, w, 12);
 	/* Items 0 and 1 left from low, so the turn is high's. */
 	static const uint64_t want[] = {ID(HIGH, 10), ID(MED, 20), ID(LOW, 30), ID(HIGH, 11),
 					ID(MED, 21),  ID(LOW, 31), ID(HIGH, 12), ID(MED, 22),
 					ID(HIGH, 13), ID(MED, 23)};
-	for (size_t i = 0; i < 10; i++)
-		cr_expect_eq(w->order[2 + i], want[i], "position %zu: %lu, want %lu", 2 + i,
-			     w->order[2 + i], want[i]);
+	expect_order(w, 2, want, 10);
 	expect_balanced(q);
 	blq_free(q);
 }
@@ -389,9 +383,7 @@ Test(qos, wrr_proportions)
 		for (unsigned i = 0; i < 700; i++)
 			cr_assert_eq(blq_enqueue(q, tu_item_new(ID(routes[r], i))), 0);
 	cr_expect_eq(blq_size(q), 2101);
-	tu_gate_open(&w->gate);
-	cr_assert_eq(blq_close(q), 0);
-	cr_assert_eq(w->n, 2102);
+	drain(q, w, 2102);
 	unsigned seen[3] = {0}, round[3] = {0}, bad_rounds = 0;
 	for (size_t i = 0; i < 700; i++) {
 		unsigned r = route_of(w->order[2 + i]);
@@ -426,13 +418,12 @@ Test(qos, wrr_proportions)
 Test(qos, leak_rear_per_subq)
 {
 	wctx *w = wctx_new(false);
-	rec *r = calloc(1, sizeof(*r));
-	pthread_mutex_init(&r->mu, NULL);
+	rec *r = rec_new();
 	counts n = {0};
 	blq_metrics_writer mw = {.ctx = &n, .subq_put = on_put, .subq_pull = on_pull, .subq_leak = on_leak};
 	blq_qos_config qc = sq3(BLQ_QOS_PQ, 2, 1);
 	blq_config c = cfg_for(w, &qc);
-	c.dlq = (blq_enqueuer){.enqueue = rec_enqueue, .self = r};
+	c.dlq = rec_dlq(r);
 	c.metrics = &mw;
 	blq *q = must_new(&c);
 
@@ -450,9 +441,7 @@ Test(qos, leak_rear_per_subq)
 	cr_expect_eq(s.leaked_rear, 2);
 	cr_expect_eq(atomic_load(&n.leak[0]), 2);
 	cr_expect_eq(atomic_load(&n.leak[2]), 0);
-	tu_gate_open(&w->gate);
-	cr_assert_eq(blq_close(q), 0);
-	cr_expect_eq(stats(q).processed, 6);
+	drain(q, w, 6);
 	for (int i = 0; i < 3; i++)
 		cr_expect_eq(atomic_load(&n.put[i]), atomic_load(&n.pull[i]) + atomic_load(&n.leak[i]),
 			     "%s: put %lu pull %lu leak %lu", subqs3[i].name, atomic_load(&n.put[i]),
@@ -466,11 +455,10 @@ Test(qos, leak_rear_per_subq)
 Test(qos, leak_front_per_subq)
 {
 	wctx *w = wctx_new(false);
-	rec *r = calloc(1, sizeof(*r));
-	pthread_mutex_init(&r->mu, NULL);
+	rec *r = rec_new();
 	blq_qos_config qc = sq3(BLQ_QOS_PQ, 2, 1);
 	blq_config c = cfg_for(w, &qc);
-	c.dlq = (blq_enqueuer){.enqueue = rec_enqueue, .self = r};
+	c.dlq = rec_dlq(r);
 	c.leak_direction = BLQ_LEAK_FRONT;
 	blq *q = must_new(&c);
 
@@ -483,33 +471,11 @@ Test(qos, leak_front_per_subq)
 	cr_expect_eq(r->ids[1], ID(MED, 11));
 	cr_expect_eq(stats(q).leaked_front, 2);
 	cr_expect_eq(subq_size(q, 2), 1); /* low untouched */
-	tu_gate_open(&w->gate);
-	cr_assert_eq(blq_close(q), 0);
-	cr_assert_eq(w->n, 5);
-	cr_expect_eq(w->order[2], ID(MED, 12));
-	cr_expect_eq(w->order[3], ID(MED, 13));
-	cr_expect_eq(w->order[4], ID(LOW, 30));
+	drain(q, w, 5);
+	static const uint64_t want[] = {ID(MED, 12), ID(MED, 13), ID(LOW, 30)};
+	expect_order(w, 2, want, 3);
 	expect_balanced(q);
 	blq_free(q);
-}
-
-typedef struct producer_arg {
-	blq *q;
-	uint64_t id;
-	_Atomic int done;
-	int rc;
-} producer_arg;
-
-static void *blocking_producer(void *p)
-{
-	producer_arg *a = p;
-	tu_item *it = tu_item_new(a->id);
-
-	a->rc = blq_enqueue(a->q, it);
-	if (a->rc != 0)
-		tu_item_free(it); /* refused: still ours */
-	atomic_store(&a->done, 1);
-	return NULL;
 }
 
 /* Without a DLQ a full sub-queue refuses try_enqueue and blocks enqueue
@@ -585,12 +551,11 @@ Test(qos, force_close_sweeps_subqs_to_the_dlq)
 {
 	wctx *w = wctx_new(true);
 	w->wait_cancel = true;
-	rec *r = calloc(1, sizeof(*r));
-	pthread_mutex_init(&r->mu, NULL);
+	rec *r = rec_new();
 	blq_qos_config qc = sq3(BLQ_QOS_RR, 8, 2);
 	qc.egress.workers = 2;
 	blq_config c = cfg_for(w, &qc);
-	c.dlq = (blq_enqueuer){.enqueue = rec_enqueue, .self = r};
+	c.dlq = rec_dlq(r);
 	blq *q = must_new(&c);
 
 	cr_assert_eq(blq_enqueue(q, tu_item_new(0)), 0);

@@ -98,20 +98,27 @@ static const bad_case cases[] = {
 	 "delay_interval_ns: not implemented yet in this version of blq"},
 };
 
-Test(config, each_bad_field_is_named)
+/* Each case, applied to a fresh base config, is refused with its code and
+ * exact message. */
+static void expect_refused(const bad_case *cs, size_t n, blq_config (*make)(void))
 {
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		blq_config c = base();
+	for (size_t i = 0; i < n; i++) {
+		blq_config c = make();
 		blq_error err = {0};
 
-		cases[i].mutate(&c);
+		cs[i].mutate(&c);
 		blq *q = blq_new(&c, &err);
-		cr_expect_null(q, "%s: queue created", cases[i].what);
+		cr_expect_null(q, "%s: queue created", cs[i].what);
 		blq_free(q);
-		cr_expect_eq(err.code, cases[i].code, "%s: code %s, want %s", cases[i].what,
-			     blq_errname(err.code), blq_errname(cases[i].code));
-		cr_expect_str_eq(err.msg, cases[i].msg, "%s", cases[i].what);
+		cr_expect_eq(err.code, cs[i].code, "%s: code %s, want %s", cs[i].what,
+			     blq_errname(err.code), blq_errname(cs[i].code));
+		cr_expect_str_eq(err.msg, cs[i].msg, "%s", cs[i].what);
 	}
+}
+
+Test(config, each_bad_field_is_named)
+{
+	expect_refused(cases, sizeof(cases) / sizeof(cases[0]), base);
 }
 
 Test(config, null_config_and_null_error)
@@ -295,18 +302,7 @@ static const bad_case qos_cases[] = {
 
 Test(config, qos_each_bad_field_is_named)
 {
-	for (size_t i = 0; i < sizeof(qos_cases) / sizeof(qos_cases[0]); i++) {
-		blq_config c = qos_base();
-		blq_error err = {0};
-
-		qos_cases[i].mutate(&c);
-		blq *q = blq_new(&c, &err);
-		cr_expect_null(q, "%s: queue created", qos_cases[i].what);
-		blq_free(q);
-		cr_expect_eq(err.code, qos_cases[i].code, "%s: code %s, want %s", qos_cases[i].what,
-			     blq_errname(err.code), blq_errname(qos_cases[i].code));
-		cr_expect_str_eq(err.msg, qos_cases[i].msg, "%s", qos_cases[i].what);
-	}
+	expect_refused(qos_cases, sizeof(qos_cases) / sizeof(qos_cases[0]), qos_base);
 }
 
 /* The original's weight rules: weight stands in for an unset ingress or
