@@ -11,9 +11,10 @@
  *   sleeps on q->cond until `alive` reaches zero: no busy-waiting (the
  *   original spins on an atomic in Close).
  * - Finishing (exactly one thread, the first to get there): wait for the
- *   workers to exit and the producers to leave, join the threads, then
- *   sweep what is left in the rings (only after a force) into the DLQ, or
- *   free it and count it lost. Other closers wait for CLOSED.
+ *   workers to exit and the producers to leave, join the threads (QoS
+ *   egress threads last), then sweep what is left in the rings and QoS
+ *   sub-queues (only after a force) into the DLQ, or free it and count it
+ *   lost. Other closers wait for CLOSED.
  * - A close called from one of the queue's own workers cannot wait for
  *   itself: it starts the close and returns; blq_free finishes.
  * - Balanced queues: a graceful close wakes the asleep workers so they

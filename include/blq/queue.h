@@ -272,7 +272,8 @@ BLQ_API int blq_stats(const blq *q, struct blq_stats *out);
 
 /**
  * blq_status_json() - the queue's state as one JSON object (name, status,
- * capacity, size, rate, workers, counters), like the original's String().
+ * capacity, size, rate, workers, counters, and with QoS each sub-queue's
+ * and the egress's size), like the original's String().
  * @buf, @len: the caller's buffer; always NUL-terminated when len > 0.
  * Return: the length the full text needs (excluding the NUL), as snprintf;
  * a value >= len means it was cut. Negative BLQ_EINVAL for NULL q.
