@@ -268,25 +268,30 @@ static double workload(const char *name, bench_shape *s, const bench_shape *othe
 	return blq_ns;
 }
 
-/* IDLE-BALANCED: CPU used by a balanced queue that has nothing to do, over
- * 5 s, after a burst woke its workers (getrusage, whole process). */
-static int idle_balanced(void)
-{
-	blq_config c = {.name = "idle", .capacity = 1024, .workers_min = 1, .workers_max = 8,
-			.worker = NULL};
-	bench_shape s = {.producers = 1, .workers = 8, .items = 100000, .capacity = 1024,
-			 .task = tiny_task};
-	uint64_t burst_allocs;
+/* The QoS queue of W1-QOS and IDLE-QOS: W1's 1024 items as three WRR
+ * sub-queues of 320 (weights 250/600/150, a uniform evaluator) plus the
+ * default egress of 64. */
+static const blq_qos_subq qos_subqs[3] = {
+	{.name = "high", .capacity = 320, .weight = 250},
+	{.name = "medium", .capacity = 320, .weight = 600},
+	{.name = "low", .capacity = 320, .weight = 150},
+};
+static const blq_qos_config qos3 = {.algo = BLQ_QOS_WRR,
+				    .evaluator = {.kind = BLQ_QOS_EVAL_RANDOM},
+				    .subqs = qos_subqs,
+				    .nsubqs = 3};
 
-	/* A burst first, so the pool has grown before it idles. */
-	if (bench_run_blq(&s, &c, &burst_allocs) < 0)
-		return -1;
+/* IDLE-*: CPU used by a queue that has nothing to do, over 5 s, after a
+ * burst of 5000 items (getrusage, whole process). */
+static int idle_cpu(const char *name, blq_config c)
+{
 	struct rusage r0, r1;
 	blq_error err;
+
 	c.worker = idle_worker;
 	blq *q = blq_new(&c, &err);
 	if (q == NULL) {
-		fprintf(stderr, "blq-bench: IDLE-BALANCED: %s\n", err.msg);
+		fprintf(stderr, "blq-bench: %s: %s\n", name, err.msg);
 		return -1;
 	}
 	for (int i = 0; i < 5000; i++)
@@ -304,10 +309,32 @@ static int idle_balanced(void)
 		     (double)(r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) / 1e6;
 	struct blq_stats st;
 	blq_stats(q, &st);
-	printf("BENCH IDLE-BALANCED blq cpu_pct=%.3f wall_s=%.2f workers_active=%u workers_asleep=%u\n",
+	printf("BENCH %s blq cpu_pct=%.3f wall_s=%.2f workers_active=%u workers_asleep=%u\n", name,
 	       100.0 * cpu / wall, wall, st.workers_active, st.workers_asleep);
 	blq_free(q);
 	return 0;
+}
+
+/* IDLE-BALANCED: a balanced queue, after a burst grew its pool. */
+static int idle_balanced(void)
+{
+	blq_config c = {.name = "idle", .capacity = 1024, .workers_min = 1, .workers_max = 8};
+	bench_shape s = {.producers = 1, .workers = 8, .items = 100000, .capacity = 1024,
+			 .task = tiny_task};
+	uint64_t burst_allocs;
+
+	/* A burst first, so the pool has grown before it idles. */
+	if (bench_run_blq(&s, &c, &burst_allocs) < 0)
+		return -1;
+	return idle_cpu("IDLE-BALANCED", c);
+}
+
+/* IDLE-QOS: W1-QOS's queue (2 workers, 1 egress thread) at rest. */
+static int idle_qos(void)
+{
+	blq_config c = {.name = "idle-qos", .qos = &qos3, .workers = 2};
+
+	return idle_cpu("IDLE-QOS", c);
 }
 
 /*
@@ -370,6 +397,17 @@ static int retry_workload(size_t items, unsigned rounds)
 	return paired_ratio("RETRY", &s, &retry, &plain, rounds);
 }
 
+/* W1-QOS: W1 through qos3, paired with plain W1. */
+static int w1_qos(size_t items, unsigned rounds)
+{
+	bench_shape s = {.producers = 2, .workers = 2, .items = items ? items : 2000000,
+			 .capacity = 1024, .task = tiny_task};
+	blq_config plain = {.name = "bench"};
+	blq_config qos = {.name = "bench", .qos = &qos3};
+
+	return paired_ratio("W1-QOS", &s, &qos, &plain, rounds);
+}
+
 /* W1-PROM: W1 with the Prometheus writer attached, paired with plain W1. */
 static int w1_prom(size_t items, unsigned rounds)
 {
@@ -406,6 +444,9 @@ static void usage(FILE *f)
 		"       plain W1 per round; w1_ratio = median of the round ratios\n"
 		"  RETRY  W1 where 10%% of the items fail once and retry after a 1 ms\n"
 		"       exponential backoff (timer_capacity 65536), paired with W1\n"
+		"  W1-QOS   W1 through a QoS queue (3 WRR sub-queues of 320, egress 64,\n"
+		"       1 egress thread, uniform evaluator), paired with plain W1 likewise\n"
+		"  IDLE-QOS  CPU of that QoS queue at rest over 5 s, after a burst\n"
 		"\n"
 		"Options:\n"
 		"  --compare   also run the other systems round-robin with blq and print\n"
@@ -418,7 +459,8 @@ static void usage(FILE *f)
 		"Output: BENCH <workload> <system> ns_per_item=.. items_per_s=..\n"
 		"        allocs_per_item=.. [p50_us=.. p90_us=.. p99_us=.. p999_us=..]\n"
 		"        [wall_s=..] [blq_ratio=..] rounds=..\n"
-		"        W2-VS-W1, W1-PROM and RETRY add w1_ns_per_item=.. w1_ratio=..\n");
+		"        W2-VS-W1, W1-PROM, W1-QOS and RETRY add w1_ns_per_item=.. w1_ratio=..\n"
+		"        IDLE-*: BENCH IDLE-.. blq cpu_pct=.. (percent of one core)\n");
 }
 
 int main(int argc, char **argv)
@@ -430,9 +472,9 @@ int main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	static const char *const names[] = {"W1",	     "W2",	"W3",	"W4",
-					    "IDLE-BALANCED", "W1-PROM", "RETRY"};
-	enum { W1, W2, W3, W4, IDLE, W1PROM, RETRY, NWL };
+	static const char *const names[] = {"W1",      "W2",	 "W3",	   "W4",      "IDLE-BALANCED",
+					    "W1-PROM", "W1-QOS", "IDLE-QOS", "RETRY"};
+	enum { W1, W2, W3, W4, IDLE, W1PROM, W1QOS, IDLEQOS, RETRY, NWL };
 	bool compare = false, want[NWL] = {false};
 	unsigned rounds = 5;
 	size_t items = 0;
@@ -536,6 +578,10 @@ int main(int argc, char **argv)
 	if (want[IDLE] && idle_balanced() != 0)
 		return 1;
 	if (want[W1PROM] && w1_prom(items, rounds) != 0)
+		return 1;
+	if (want[W1QOS] && w1_qos(items, rounds) != 0)
+		return 1;
+	if (want[IDLEQOS] && idle_qos() != 0)
 		return 1;
 	if (want[RETRY] && retry_workload(items, rounds) != 0)
 		return 1;

@@ -14,6 +14,10 @@
  *   cumulative `le` buckets at render) and a sum in nanoseconds.
  * - The registry's list of series and watched queues is under a mutex that
  *   only registration, watch and render take.
+ * - QoS sub-queues: a series makes a block of per-thread cells for each
+ *   sub-queue name on its first event (under the series' own mutex, once);
+ *   later events find it by name without a lock (a few short string
+ *   compares), and rendering reads the blocks published so far.
  */
 #include <pthread.h>
 #include <stdalign.h>
@@ -25,6 +29,7 @@
 #include <string.h>
 
 #include <blq/prometheus.h>
+#include <blq/qos.h>
 
 #include "../util/errorf.h"
 
@@ -55,12 +60,27 @@ typedef struct cell {
 	hist h[NHIST];
 } cell;
 
+enum { S_IN, S_OUT, S_LEAK, NSUBQ };
+
+/* One QoS sub-queue's counters within a series. */
+typedef struct subq_series {
+	struct {
+		alignas(64) _Atomic uint64_t c[NSUBQ];
+	} cells[BLQ__PROM_CELLS];
+	char name[NAME_MAX_LEN + 1];
+} subq_series;
+
 typedef struct series {
 	blq_metrics_writer w; /* w.ctx points here */
 	char name[NAME_MAX_LEN + 1];
 	blq *watched;
 	struct series *next;
 	cell cells[BLQ__PROM_CELLS];
+	/* Sub-queue blocks: subq[0..nsubq) are published (release on nsubq
+	 * after the block is written); subq_mu serialises making them. */
+	pthread_mutex_t subq_mu;
+	_Atomic unsigned nsubq;
+	subq_series *subq[BLQ_QOS_SUBQS_MAX];
 } series;
 
 struct blq_prom {
@@ -70,11 +90,16 @@ struct blq_prom {
 
 static _Thread_local char tls_anchor;
 
-static cell *my_cell(series *s)
+static unsigned my_cell_index(void)
 {
 	uint64_t h = (uint64_t)(uintptr_t)&tls_anchor * UINT64_C(0x9E3779B97F4A7C15);
 
-	return &s->cells[(h >> 60) % BLQ__PROM_CELLS];
+	return (unsigned)(h >> 60) % BLQ__PROM_CELLS;
+}
+
+static cell *my_cell(series *s)
+{
+	return &s->cells[my_cell_index()];
 }
 
 static void add(void *ctx, int counter)
@@ -145,6 +170,63 @@ static void on_exec(void *ctx, const char *q, uint64_t ns, int failed)
 	observe(ctx, H_EXEC, ns);
 }
 
+/* The block of sub-queue `name`, made on its first event. NULL when a
+ * series already has BLQ_QOS_SUBQS_MAX names or memory ran out: the event
+ * is dropped (never blocks, never fails the queue). */
+static subq_series *subq_of(series *s, const char *name)
+{
+	/* Acquire: pairs with the release below, so a counted block is fully
+	 * written. */
+	unsigned n = atomic_load_explicit(&s->nsubq, memory_order_acquire);
+	subq_series *b = NULL;
+
+	for (unsigned i = 0; i < n; i++)
+		if (strcmp(s->subq[i]->name, name) == 0)
+			return s->subq[i];
+	pthread_mutex_lock(&s->subq_mu);
+	/* Relaxed: only holders of subq_mu change it. */
+	n = atomic_load_explicit(&s->nsubq, memory_order_relaxed);
+	for (unsigned i = 0; i < n && b == NULL; i++)
+		if (strcmp(s->subq[i]->name, name) == 0)
+			b = s->subq[i];
+	if (b == NULL && n < BLQ_QOS_SUBQS_MAX &&
+	    (b = aligned_alloc(64, (sizeof(*b) + 63) / 64 * 64)) != NULL) {
+		memset(b, 0, sizeof(*b));
+		snprintf(b->name, sizeof(b->name), "%s", name);
+		s->subq[n] = b;
+		atomic_store_explicit(&s->nsubq, n + 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&s->subq_mu);
+	return b;
+}
+
+static void subq_add(void *ctx, const char *name, int counter)
+{
+	subq_series *b = subq_of(ctx, name);
+
+	if (b != NULL)
+		atomic_fetch_add_explicit(&b->cells[my_cell_index()].c[counter], 1,
+					  memory_order_relaxed);
+}
+
+static void on_subq_put(void *ctx, const char *q, const char *subq)
+{
+	(void)q;
+	subq_add(ctx, subq, S_IN);
+}
+
+static void on_subq_pull(void *ctx, const char *q, const char *subq)
+{
+	(void)q;
+	subq_add(ctx, subq, S_OUT);
+}
+
+static void on_subq_leak(void *ctx, const char *q, const char *subq)
+{
+	(void)q;
+	subq_add(ctx, subq, S_LEAK);
+}
+
 blq_prom *blq_prom_new(blq_error *err)
 {
 	blq_prom *r = calloc(1, sizeof(*r));
@@ -163,6 +245,9 @@ void blq_prom_free(blq_prom *r)
 		return;
 	for (series *s = r->head, *n; s != NULL; s = n) {
 		n = s->next;
+		for (unsigned i = 0; i < atomic_load_explicit(&s->nsubq, memory_order_relaxed); i++)
+			free(s->subq[i]);
+		pthread_mutex_destroy(&s->subq_mu);
 		free(s);
 	}
 	pthread_mutex_destroy(&r->mu);
@@ -201,10 +286,15 @@ const blq_metrics_writer *blq_prom_queue_writer(blq_prom *r, const char *queue, 
 		.queue_deadline = on_deadline,
 		.queue_lost = on_lost,
 		.queue_exec = on_exec,
+		.subq_put = on_subq_put,
+		.subq_pull = on_subq_pull,
+		.subq_leak = on_subq_leak,
 	};
+	pthread_mutex_init(&s->subq_mu, NULL);
 	pthread_mutex_lock(&r->mu);
 	if (find(r, queue) != NULL) {
 		pthread_mutex_unlock(&r->mu);
+		pthread_mutex_destroy(&s->subq_mu);
 		free(s);
 		blq__error_set(err, BLQ_EINVAL, "prometheus: queue \"%s\": already has a writer",
 			       queue);
@@ -317,6 +407,53 @@ static void leak_family(out *o, const blq_prom *r)
 	}
 }
 
+static void subq_family(out *o, const blq_prom *r, const char *name, const char *help,
+			int counter)
+{
+	char lbl[NAME_MAX_LEN * 2 + 1], sub[NAME_MAX_LEN * 2 + 1];
+
+	emit(o, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+	for (const series *s = r->head; s != NULL; s = s->next) {
+		/* Acquire: the blocks counted are fully written (subq_of). */
+		unsigned n = atomic_load_explicit(&s->nsubq, memory_order_acquire);
+
+		escape(lbl, sizeof(lbl), s->name);
+		for (unsigned i = 0; i < n; i++) {
+			const subq_series *b = s->subq[i];
+			uint64_t v = 0;
+
+			for (unsigned k = 0; k < BLQ__PROM_CELLS; k++)
+				v += atomic_load_explicit(&b->cells[k].c[counter], memory_order_relaxed);
+			escape(sub, sizeof(sub), b->name);
+			emit(o, "%s{queue=\"%s\",subq=\"%s\"} %llu\n", name, lbl, sub,
+			     (unsigned long long)v);
+		}
+	}
+}
+
+/* queue_subq_size of the watched QoS queues: each sub-queue, then the
+ * egress (subq="egress"). */
+static void subq_size_family(out *o, const blq_prom *r)
+{
+	char lbl[NAME_MAX_LEN * 2 + 1], sub[NAME_MAX_LEN * 2 + 1];
+
+	emit(o, "# HELP queue_subq_size Items waiting in a QoS sub-queue or the egress.\n"
+		"# TYPE queue_subq_size gauge\n");
+	for (const series *s = r->head; s != NULL; s = s->next) {
+		unsigned n = s->watched != NULL ? blq_qos_subqs(s->watched) : 0;
+
+		escape(lbl, sizeof(lbl), s->name);
+		for (unsigned i = 0; n > 0 && i <= n; i++) {
+			blq_qos_subq_stats st;
+
+			if (blq_qos_subq_info(s->watched, i < n ? i : BLQ_QOS_EGRESS, &st) != 0)
+				continue;
+			escape(sub, sizeof(sub), st.name);
+			emit(o, "queue_subq_size{queue=\"%s\",subq=\"%s\"} %zu\n", lbl, sub, st.size);
+		}
+	}
+}
+
 static void hist_family(out *o, const blq_prom *r, const char *name, const char *help, int which)
 {
 	char lbl[NAME_MAX_LEN * 2 + 1];
@@ -405,6 +542,14 @@ int blq_prom_render(blq_prom *r, char *buf, size_t len)
 	hist_family(&o, r, "queue_delay_seconds",
 		    "Time an item waited in the timer (a delay or a retry's backoff).", H_DELAY);
 	gauge_families(&o, r);
+	subq_family(&o, r, "queue_subq_in_total",
+		    "Items that reached a QoS sub-queue (kept, or leaked at its rear).", S_IN);
+	subq_family(&o, r, "queue_subq_out_total", "Items moved from a QoS sub-queue to the egress.",
+		    S_OUT);
+	subq_family(&o, r, "queue_subq_leak_total",
+		    "Items that left a QoS sub-queue for the DLQ (leaks, force close) or were lost.",
+		    S_LEAK);
+	subq_size_family(&o, r);
 	pthread_mutex_unlock(&r->mu);
 	if (len > 0 && o.n >= len)
 		buf[len - 1] = '\0';

@@ -11,9 +11,10 @@
  *   sleeps on q->cond until `alive` reaches zero: no busy-waiting (the
  *   original spins on an atomic in Close).
  * - Finishing (exactly one thread, the first to get there): wait for the
- *   workers to exit and the producers to leave, join the threads, then
- *   sweep what is left in the rings (only after a force) into the DLQ, or
- *   free it and count it lost. Other closers wait for CLOSED.
+ *   workers to exit and the producers to leave, join the threads (QoS
+ *   egress threads last), then sweep what is left in the rings and QoS
+ *   sub-queues (only after a force) into the DLQ, or free it and count it
+ *   lost. Other closers wait for CLOSED.
  * - A close called from one of the queue's own workers cannot wait for
  *   itself: it starts the close and returns; blq_free finishes.
  * - The timer: a graceful close waits for delayed items and retries to
@@ -37,6 +38,7 @@ void blq__wake_all(blq *q)
 	blq__ec_notify(&q->pause_ec, 0);
 	blq__ec_notify(&q->idle_ec, 0);
 	blq__ec_notify(&q->hb_ec, 0);
+	blq__qos_wake_all(q);
 }
 
 static void begin_close(blq *q, bool force)
@@ -113,7 +115,7 @@ static void sweep(blq *q)
 	uint64_t n = 0;
 
 	blq__timer_sweep(q, c);
-	while (blq__pop_any(q, 0, &it)) {
+	while (blq__pop_any(q, 0, &it) || blq__qos_take_any(q, &it)) {
 		n++;
 		blq__abandon(q, c, &it);
 	}
@@ -148,9 +150,11 @@ static void finish(blq *q)
 	 * its item (workers_min 0); joining waits for it to drain and exit. */
 	blq__pool_join_all(q);
 	blq__balancer_stop(q);
-	/* Graceful: the workers exited, so the timer is empty (they wait for
-	 * staged items). Forced: it stops now; the sweep takes what it held. */
+	/* Graceful: the workers exited, so the timer and the sub-queues are
+	 * empty (they wait for staged items). Forced: they stop now; the
+	 * sweep takes what they held. */
 	blq__timer_stop(q);
+	blq__qos_stop(q); /* after the producers left: sub-queues only drain now */
 	sweep(q);
 
 	pthread_mutex_lock(&q->mu);

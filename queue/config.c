@@ -220,8 +220,12 @@ int blq__config_check(const blq_config *c, blq_error *err)
 				      BLQ__NAME_MAX);
 	if (c->name != NULL && c->name[0] == '\0')
 		return bad(err, "%s: must not be empty (NULL means \"queue\")", "name");
-	if (c->capacity == 0)
+	if (c->qos != NULL) {
+		if ((rc = blq__qos_check(c, err)) != 0) /* capacity and streams too */
+			return rc;
+	} else if (c->capacity == 0) {
 		return bad(err, "%s: must be > 0", "capacity");
+	}
 	if (c->capacity > BLQ__CAPACITY_LIMIT)
 		return blq__error_set(err, BLQ_EINVAL, "capacity: must be <= %llu, got %zu",
 				      (unsigned long long)BLQ__CAPACITY_LIMIT, c->capacity);

@@ -96,7 +96,8 @@ int64_t blq__inflight(const blq *q)
 	return (int64_t)(entered - left);
 }
 
-/* Counts the producer out; then, if it pushed, wakes a worker that sleeps.
+/* Counts the producer out; then, if it pushed, wakes a worker that sleeps
+ * (with QoS, an egress thread).
  * The locked add orders the push before the read of the waiters count,
  * which is the barrier blq__ec_notify would otherwise issue (ec.h). */
 static void leave(blq *q, blq__cell *c, bool pushed)
@@ -111,12 +112,14 @@ static void leave(blq *q, blq__cell *c, bool pushed)
 		 * producers to leave. */
 		blq__ec_notify(&q->idle_ec, 0);
 	} else {
+		/* QoS: the item is in a sub-queue; an egress thread moves it on. */
+		blq__ec *ec = q->qos != NULL ? blq__qos_ec(q) : &q->items_ec;
 #ifdef BLQ__TSAN
-		blq__ec_notify(&q->items_ec, 1); /* TSan: the RMW form of the barrier */
+		blq__ec_notify(ec, 1); /* TSan: the RMW form of the barrier */
 #else
-		if (atomic_load_explicit(&q->items_ec.waiters, memory_order_relaxed) != 0 &&
-		    blq__ec_claim(&q->items_ec))
-			blq__ec_wake_slow(&q->items_ec, 1);
+		if (atomic_load_explicit(&ec->waiters, memory_order_relaxed) != 0 &&
+		    blq__ec_claim(ec))
+			blq__ec_wake_slow(ec, 1);
 #endif
 	}
 	/* After close, the closer and draining workers wait for the producers
@@ -212,8 +215,9 @@ static uint64_t add_sat(uint64_t a, uint64_t b)
 }
 
 /* `delay` is relative; it->deadline_ns arrives relative and leaves
- * absolute. */
-static int enqueue_item(blq *q, blq__item *it, enum blq__mode mode, uint64_t delay)
+ * absolute. `weight` is the QoS evaluator's input. */
+static int enqueue_item(blq *q, blq__item *it, enum blq__mode mode, uint64_t delay,
+			uint64_t weight)
 {
 	blq__cell *c = blq__producer_cell(q);
 	bool pushed = false;
@@ -232,6 +236,9 @@ static int enqueue_item(blq *q, blq__item *it, enum blq__mode mode, uint64_t del
 	if (q->balanced && (n & 63) == 63 &&
 	    blq__inflight(q) >= (int64_t)q->cfg.force_calibration_limit)
 		blq__calibrate_try(q);
+	/* Priority is decided at the enqueue, delayed or not. */
+	if (q->qos != NULL)
+		it->qos_pct = blq__qos_percent(q, it->payload, weight);
 	/* The clock is read only when something needs it. */
 	if (q->stamp || it->deadline_ns != 0 || delay != 0) {
 		uint64_t now = blq__now(q);
@@ -252,7 +259,10 @@ static int enqueue_item(blq *q, blq__item *it, enum blq__mode mode, uint64_t del
 			goto out;
 		}
 	}
-	rc = blq__place(q, c, it, mode, &pushed);
+	if (q->qos != NULL)
+		rc = blq__qos_enqueue(q, c, it, mode == BLQ__TRY, &pushed);
+	else
+		rc = blq__place(q, c, it, mode, &pushed);
 	/* No active worker for our item (workers_min 0): start one while we
 	 * still count as in flight, so a close cannot finish before it. */
 	if (pushed && q->balanced && atomic_load_explicit(&q->n_active, memory_order_acquire) == 0)
@@ -280,7 +290,7 @@ static int enqueue_payload(blq *q, void *payload, enum blq__mode mode)
 		.timeout_ns = q->cfg.timeout_ns,
 		.attempt = 1,
 	};
-	return enqueue_item(q, &it, mode, q->cfg.delay_interval_ns);
+	return enqueue_item(q, &it, mode, q->cfg.delay_interval_ns, 0);
 }
 
 int blq_enqueue(blq *q, void *payload)
@@ -312,7 +322,7 @@ int blq__enqueue_job_waiter(blq *q, const blq_job *job, struct blq__waiter *w)
 	/* A deadline at or before the delay would expire every time. */
 	if (it.deadline_ns != 0 && it.deadline_ns <= delay)
 		return BLQ_EINVAL;
-	return enqueue_item(q, &it, BLQ__BLOCK, delay);
+	return enqueue_item(q, &it, BLQ__BLOCK, delay, job->weight);
 }
 
 int blq_enqueue_job(blq *q, const blq_job *job)

@@ -137,6 +137,8 @@ struct blq {
 
 	unsigned nrings;
 	blq__ring *rings;
+	size_t ring_cap;       /* the rings' capacity: cfg.capacity, or the QoS egress's */
+	struct blq__qos *qos;  /* priority sub-queues (qos/), or NULL */
 
 	/* Workers sleep on items_ec while every ring is empty; producers
 	 * sleep on space_ec while every ring is full; the closer sleeps on
@@ -192,7 +194,10 @@ struct blq {
 
 /* queue.c */
 uint64_t blq__fold_in(const blq *q);
-uint64_t blq__ready(const blq *q); /* items in the rings: runnable now */
+uint64_t blq__ring_items(const blq *q); /* in the rings (with QoS: the egress) */
+/* Waiting and runnable: the rings plus QoS sub-queues, not the timer. What
+ * the fill rate and the balancer count. */
+uint64_t blq__ready(const blq *q);
 
 /* config.c */
 int blq__config_check(const blq_config *cfg, blq_error *err);
@@ -262,7 +267,7 @@ int blq__timer_add(blq *q, const blq__item *it, uint64_t now, uint64_t delay,
 void blq__timer_kick(blq *q);  /* look at the clock now (tests, close) */
 void blq__timer_stop(blq *q);  /* stop and join the thread */
 void blq__timer_sweep(blq *q, blq__cell *c); /* force close: abandon what is left */
-size_t blq__timer_size(blq *q);
+size_t blq__timer_size(const blq *q); /* items it holds */
 
 /* worker.c */
 bool blq__is_own_worker(const blq *q);
@@ -289,6 +294,26 @@ void blq__balance_on_close(blq *q);    /* asleep workers help drain */
 
 /* close.c */
 void blq__wake_all(blq *q);
+
+/* status.c */
+size_t blq__json_escape(char *dst, size_t cap, const char *s);
+
+/* qos/: priority sub-queues. Every hook but blq__qos_check,
+ * blq__qos_enqueue and blq__qos_ec does nothing when q->qos is NULL. */
+int blq__qos_check(const blq_config *cfg, blq_error *err); /* cfg->qos set */
+int blq__qos_init(blq *q);  /* copies cfg.qos; sets cfg.capacity and streams */
+int blq__qos_start(blq *q, blq_error *err); /* the egress threads */
+/* The evaluator's percent for an item, 1..100. */
+unsigned blq__qos_percent(const blq *q, void *payload, uint64_t weight);
+/* Places the item in the sub-queue of it->qos_pct (counted in staged),
+ * leaks it, or says BLQ_EFULL/BLQ_ECLOSED; *pushed: it is in a sub-queue. */
+int blq__qos_enqueue(blq *q, blq__cell *c, const blq__item *it, bool try_only, bool *pushed);
+blq__ec *blq__qos_ec(blq *q); /* where the egress threads wait for items */
+void blq__qos_wake_all(blq *q);
+void blq__qos_stop(blq *q); /* at finish: end and join the egress threads */
+bool blq__qos_take_any(blq *q, blq__item *out); /* after stop: leftovers */
+int blq__qos_status_json(const blq *q, char *buf, size_t len);
+void blq__qos_free(blq *q);
 
 static inline void blq__cpu_relax(void)
 {

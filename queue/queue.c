@@ -58,8 +58,6 @@ static void apply_defaults(blq *q)
 		c->front_leak_attempts = 5;
 	if (c->jitter == BLQ_JITTER_DECORRELATED && c->jitter_min_ns == 0)
 		c->jitter_min_ns = c->retry_interval_ns;
-	if (c->timer_capacity == 0)
-		c->timer_capacity = c->capacity;
 	q->own_clock = c->clock.now_ns != NULL;
 	if (c->clock.now_ns == NULL)
 		c->clock.now_ns = default_now;
@@ -75,7 +73,9 @@ static void apply_defaults(blq *q)
 
 static int alloc_rings(blq *q)
 {
-	size_t per = q->cfg.capacity / q->cfg.streams, extra = q->cfg.capacity % q->cfg.streams;
+	if (q->ring_cap == 0) /* QoS has set its egress's */
+		q->ring_cap = q->cfg.capacity;
+	size_t per = q->ring_cap / q->cfg.streams, extra = q->ring_cap % q->cfg.streams;
 
 	q->rings = aligned_alloc(BLQ__CACHELINE, sizeof(blq__ring) * q->cfg.streams);
 	if (q->rings == NULL)
@@ -150,6 +150,7 @@ static void destroy(blq *q, bool sync_ready)
 	free(q->workers);
 	blq_schedule_free(q->schedule);
 	blq__timer_destroy(q);
+	blq__qos_free(q);
 	if (sync_ready) {
 		pthread_cond_destroy(&q->cond);
 		pthread_mutex_destroy(&q->pool_mu);
@@ -185,7 +186,7 @@ blq *blq_new(const blq_config *cfg, blq_error *err)
 	}
 	apply_defaults(q);
 	q->start_ns = blq__now(q);
-	if (alloc_rings(q) != 0 || alloc_workers(q) != 0) {
+	if (blq__qos_init(q) != 0 || alloc_rings(q) != 0 || alloc_workers(q) != 0) {
 		blq__error_set(err, BLQ_ENOMEM, "capacity: out of memory for %zu items",
 			       q->cfg.capacity);
 		destroy(q, false);
@@ -202,6 +203,8 @@ blq *blq_new(const blq_config *cfg, blq_error *err)
 		return NULL;
 	}
 	rc = blq__balancer_start(q, err);
+	if (rc == 0)
+		rc = blq__qos_start(q, err);
 	if (rc != 0) {
 		blq_force_close(q); /* stops and joins the workers that did start */
 		destroy(q, true);
@@ -229,7 +232,7 @@ int blq_free(blq *q)
 	return 0;
 }
 
-uint64_t blq__ready(const blq *q)
+uint64_t blq__ring_items(const blq *q)
 {
 	uint64_t n = 0;
 
@@ -238,11 +241,19 @@ uint64_t blq__ready(const blq *q)
 	return n;
 }
 
+uint64_t blq__ready(const blq *q)
+{
+	uint64_t staged = atomic_load_explicit(&q->staged, memory_order_relaxed);
+	uint64_t delayed = blq__timer_size(q);
+
+	return blq__ring_items(q) + (staged > delayed ? staged - delayed : 0);
+}
+
 size_t blq_size(const blq *q)
 {
 	if (q == NULL)
 		return 0;
-	return (size_t)(blq__ready(q) + atomic_load_explicit(&q->staged, memory_order_relaxed));
+	return (size_t)(blq__ring_items(q) + atomic_load_explicit(&q->staged, memory_order_relaxed));
 }
 
 size_t blq_capacity(const blq *q)
@@ -252,7 +263,10 @@ size_t blq_capacity(const blq *q)
 
 double blq_rate(const blq *q)
 {
-	return q != NULL ? (double)blq__ready(q) / (double)q->cfg.capacity : 0.0;
+	if (q == NULL)
+		return 0.0;
+	double r = (double)blq__ready(q) / (double)q->cfg.capacity;
+	return r < 1.0 ? r : 1.0; /* QoS movers' batched counts may run ahead */
 }
 
 const char *blq_name(const blq *q)
@@ -295,7 +309,7 @@ int blq_stats(const blq *q, struct blq_stats *out)
 	out->lost = fold(q, offsetof(blq__cell, lost));
 	out->retried = fold(q, offsetof(blq__cell, retried));
 	out->timed_out = fold(q, offsetof(blq__cell, timed_out));
-	out->delayed = blq__timer_size((blq *)q);
+	out->delayed = blq__timer_size(q);
 	out->size = blq_size(q);
 	out->capacity = q->cfg.capacity;
 	blq__pool_counts(q, &out->workers_active, &out->workers_asleep, &out->workers_idle);

@@ -37,6 +37,8 @@ typedef struct blq__item {
 	uint64_t timeout_ns;  /* run-time limit of one attempt; 0 = none */
 	uint64_t prev_delay;  /* the last retry's delay (decorrelated jitter) */
 	uint32_t attempt;     /* 1 on the first try */
+	uint32_t qos_pct;     /* QoS: its evaluator percent (1..100), taken at the
+			       * enqueue, so it enters its sub-queue when due */
 } blq__item;
 
 /* One cache line per slot: a producer filling slot i+1 does not steal the

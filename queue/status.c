@@ -6,7 +6,7 @@
 
 /* Writes s as a JSON string body: quotes, backslashes and control bytes
  * escaped, so any queue name gives valid JSON. */
-static size_t json_escape(char *dst, size_t cap, const char *s)
+size_t blq__json_escape(char *dst, size_t cap, const char *s)
 {
 	size_t n = 0;
 
@@ -30,6 +30,17 @@ static size_t json_escape(char *dst, size_t cap, const char *s)
 	return n;
 }
 
+/* Where the next part of the text goes, and how much room it has. */
+static char *tail(char *buf, size_t len, int n)
+{
+	return buf == NULL ? NULL : buf + ((size_t)n < len ? (size_t)n : len);
+}
+
+static size_t room(size_t len, int n)
+{
+	return (size_t)n < len ? len - (size_t)n : 0;
+}
+
 static const char *state_name(const blq *q)
 {
 	if (atomic_load_explicit(&q->forced, memory_order_relaxed))
@@ -47,11 +58,11 @@ int blq_status_json(const blq *q, char *buf, size_t len)
 	if (q == NULL || (buf == NULL && len > 0))
 		return BLQ_EINVAL;
 	blq_stats(q, &st);
-	json_escape(name, sizeof(name), q->name);
+	blq__json_escape(name, sizeof(name), q->name);
 	pthread_mutex_lock((pthread_mutex_t *)&q->mu);
 	const char *state = q->state == BLQ__CLOSED ? "closed" : state_name(q);
 	pthread_mutex_unlock((pthread_mutex_t *)&q->mu);
-	return snprintf(buf, len,
+	int n = snprintf(buf, len,
 			"{\"name\":\"%s\",\"status\":\"%s\",\"capacity\":%zu,\"size\":%zu,"
 			"\"rate\":%.4f,\"leaky\":%s,\"balanced\":%s,\"throttled\":%s,\"paused\":%s,"
 			"\"workers\":{\"active\":%u,\"asleep\":%u,\"idle\":%u},"
@@ -59,7 +70,7 @@ int blq_status_json(const blq *q, char *buf, size_t len)
 			"\"leaked_rear\":%llu,\"leaked_front\":%llu,\"leaked_failed\":%llu,"
 			"\"leaked_deadline\":%llu,\"leaked_closed\":%llu,"
 			"\"expired\":%llu,\"lost\":%llu,\"retried\":%llu,\"timed_out\":%llu,"
-			"\"delayed\":%llu}",
+			"\"delayed\":%llu",
 			name, state, st.capacity, st.size,
 			blq_rate(q),
 			q->leaky ? "true" : "false", q->balanced ? "true" : "false",
@@ -71,4 +82,6 @@ int blq_status_json(const blq *q, char *buf, size_t len)
 			(unsigned long long)st.leaked_closed, (unsigned long long)st.expired,
 			(unsigned long long)st.lost, (unsigned long long)st.retried,
 			(unsigned long long)st.timed_out, (unsigned long long)st.delayed);
+	n += blq__qos_status_json(q, tail(buf, len, n), room(len, n)); /* "" without QoS */
+	return n + snprintf(tail(buf, len, n), room(len, n), "}");
 }

@@ -93,6 +93,9 @@ int blq__timer_init(blq *q)
 	blq__timer *t = &q->timer;
 	pthread_condattr_t attr;
 
+	/* Default: the queue's capacity (with QoS, known only now). */
+	if (q->cfg.timer_capacity == 0)
+		q->cfg.timer_capacity = q->cfg.capacity;
 	t->limit = q->cfg.timer_capacity;
 	if (pthread_mutex_init(&t->mu, NULL) != 0)
 		return BLQ_ENOMEM;
@@ -137,22 +140,30 @@ static bool forced(const blq *q)
 	return atomic_load_explicit(&q->forced, memory_order_acquire) != 0;
 }
 
-/* Moves one due item into a ring (or the DLQ), then uncounts it. */
+/* Moves one due item into a ring (or the DLQ), then uncounts it. With QoS
+ * it enters its sub-queue like a new item (leaking from it when full on a
+ * leaky queue); when that is full on a queue that blocks, it goes to the
+ * egress instead: the timer thread must not wait on a sub-queue, which a
+ * graceful close would make it give up on. */
 static void deliver(blq *q, blq__timed *e, uint64_t now)
 {
 	const blq_metrics_writer *m = q->cfg.metrics;
 	blq__cell *c = &q->cells[q->ncells - 1];
+	blq__ec *wake = &q->items_ec;
 	bool pushed = false;
 
 	if (m != NULL && m->queue_delayed != NULL)
 		m->queue_delayed(m->ctx, q->name, now > e->since ? now - e->since : 0);
-	if (blq__place(q, c, &e->item, BLQ__TIMER, &pushed) != 0)
+	if (q->qos != NULL && blq__qos_enqueue(q, c, &e->item, true, &pushed) == 0)
+		wake = blq__qos_ec(q); /* the egress threads move it on */
+	else if (blq__place(q, c, &e->item, BLQ__TIMER, &pushed) != 0)
 		blq__abandon(q, c, &e->item); /* forced while waiting for room */
 	/* seq_cst, after the push: a worker that reads staged == 0 on close
 	 * sees the item in the ring (internal.h). */
+	atomic_fetch_sub_explicit(&q->timer.held, 1, memory_order_relaxed);
 	atomic_fetch_sub_explicit(&q->staged, 1, memory_order_seq_cst);
 	if (pushed) {
-		blq__ec_notify(&q->items_ec, 1);
+		blq__ec_notify(wake, 1);
 		/* A balanced pool may have no active worker (workers_min 0). */
 		if (q->balanced && atomic_load_explicit(&q->n_active, memory_order_acquire) == 0)
 			blq__scale_up_hint(q);
@@ -273,6 +284,7 @@ int blq__timer_add(blq *q, const blq__item *it, uint64_t now, uint64_t delay,
 	t->n++;
 	/* seq_cst, before the producer counts itself out (or the worker goes
 	 * back to look for items): see `staged` in internal.h. */
+	atomic_fetch_add_explicit(&t->held, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&q->staged, 1, memory_order_seq_cst);
 	if (t->heap[0].order == order)
 		pthread_cond_signal(&t->cond); /* a new earliest item */
@@ -323,6 +335,7 @@ void blq__timer_sweep(blq *q, blq__cell *c)
 		pop_top(t, &e);
 		pthread_mutex_unlock(&t->mu); /* the DLQ may take its time */
 		blq__abandon(q, c, &e.item);
+		atomic_fetch_sub_explicit(&t->held, 1, memory_order_relaxed);
 		atomic_fetch_sub_explicit(&q->staged, 1, memory_order_seq_cst);
 		n++;
 		pthread_mutex_lock(&t->mu);
@@ -334,15 +347,7 @@ void blq__timer_sweep(blq *q, blq__cell *c)
 			 (unsigned long long)n, q->leaky ? "went to the DLQ" : "were lost");
 }
 
-size_t blq__timer_size(blq *q)
+size_t blq__timer_size(const blq *q)
 {
-	blq__timer *t = &q->timer;
-	size_t n;
-
-	if (!t->ready)
-		return 0;
-	pthread_mutex_lock(&t->mu);
-	n = t->n;
-	pthread_mutex_unlock(&t->mu);
-	return n;
+	return (size_t)atomic_load_explicit(&q->timer.held, memory_order_relaxed);
 }

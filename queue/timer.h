@@ -26,6 +26,9 @@ typedef struct blq__timer {
 	pthread_cond_t room; /* producers waiting for room */
 	blq__timed *heap;
 	size_t n, cap, limit; /* held, allocated, timer_capacity */
+	/* n, readable without the lock, and counted like q->staged (of which
+	 * it is a part): raised at the add, lowered after the delivery. */
+	_Atomic uint64_t held;
 	uint64_t order;
 	unsigned room_waiters;
 	bool started; /* the thread runs (started on the first item) */

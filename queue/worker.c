@@ -43,7 +43,7 @@ static void after_take(blq *q)
 	/* StoreLoad: the slot we freed (a release store) must be visible
 	 * before we read the producers' waiters count (ec.h). */
 	if (blq__ec_publish_then_waiters(&q->space_ec) != 0 &&
-	    blq__ready(q) <= q->cfg.capacity / 2 && blq__ec_claim(&q->space_ec))
+	    blq__ring_items(q) <= q->ring_cap / 2 && blq__ec_claim(&q->space_ec))
 		blq__ec_wake_slow(&q->space_ec, 0);
 }
 
@@ -246,7 +246,7 @@ static bool next_item(blq *q, blq__worker *w, blq__item *it)
 		first = false;
 		/* Woken for one item while more wait: wake another worker,
 		 * or a burst waits on us alone (one wake per episode, ec.h). */
-		if (slept && blq__ready(q) > 0) {
+		if (slept && blq__ring_items(q) > 0) {
 			blq__ec_notify(&q->items_ec, 1);
 			slept = false;
 		}

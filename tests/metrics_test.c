@@ -55,6 +55,22 @@ static int run_with_input(const char *cmd, const char *input, char *out, size_t 
 
 static char text[1 << 16];
 
+static void expect_lines(const char *const *want, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		cr_expect(strstr(text, want[i]) != NULL, "missing: %s", want[i]);
+}
+
+/* promtool accepts the exposition in `text` without a word. */
+static void expect_promtool_clean(void)
+{
+	char out[8192];
+	int rc = run_with_input("promtool check metrics", text, out, sizeof(out));
+
+	cr_expect_eq(rc, 0, "promtool: %s", out);
+	cr_expect_eq(strlen(out), 0, "promtool printed (lint warnings?): %s", out);
+}
+
 Test(metrics, two_live_queues_promtool_and_the_python_parser)
 {
 	blq_error err;
@@ -116,16 +132,12 @@ Test(metrics, two_live_queues_promtool_and_the_python_parser)
 		"# TYPE queue_in_total counter\n",
 		"# TYPE queue_size gauge\n",
 	};
-	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
-		cr_expect(strstr(text, want[i]) != NULL, "missing: %s", want[i]);
-
-	char out[8192];
-	int rc = run_with_input("promtool check metrics", text, out, sizeof(out));
-	cr_expect_eq(rc, 0, "promtool: %s", out);
-	cr_expect_eq(strlen(out), 0, "promtool printed (lint warnings?): %s", out);
+	expect_lines(want, sizeof(want) / sizeof(want[0]));
+	expect_promtool_clean();
 
 	/* Debian's python, where python3-prometheus-client is installed. */
-	rc = run_with_input(
+	char out[8192];
+	int rc = run_with_input(
 		"/usr/bin/python3 -c 'import sys; from prometheus_client.parser import "
 		"text_string_to_metric_families as parse; "
 		"fams = list(parse(sys.stdin.read())); "
@@ -134,12 +146,81 @@ Test(metrics, two_live_queues_promtool_and_the_python_parser)
 		"int(v[(\"queue_in_total\", ((\"queue\", \"we\\\"ird\\\\q\"),))]))'",
 		text, out, sizeof(out));
 	cr_expect_eq(rc, 0, "python parser: %s", out);
-	cr_expect_str_eq(out, "16 5 3\n", "families, alpha's in, the odd name's in");
+	cr_expect_str_eq(out, "20 5 3\n", "families, alpha's in, the odd name's in");
 
 	blq_prom_unwatch(r, qa);
 	blq_prom_unwatch(r, qb);
 	blq_free(qa);
 	blq_free(qb);
+	blq_prom_free(r);
+}
+
+/* QoS: sub-queue counters and sizes, by subq label, promtool-clean. A
+ * custom evaluator routes by id: 1 -> "hi", else "lo". */
+static unsigned route(void *ctx, void *payload, uint64_t weight)
+{
+	(void)ctx, (void)weight;
+	return ((tu_item *)payload)->id >= 100 ? 100 : 1;
+}
+
+Test(metrics, qos_subq_families)
+{
+	blq_error err;
+	blq_prom *r = blq_prom_new(&err);
+	blq_discard drop;
+	blq_discard_init(&drop, tu_item_free);
+	blq_qos_subq subqs[2] = {{.name = "hi", .capacity = 2, .weight = 1},
+				 {.name = "lo", .capacity = 2, .weight = 1}};
+	blq_qos_config qc = {.algo = BLQ_QOS_PQ,
+			     .egress = {.capacity = 1},
+			     .evaluator = {.kind = BLQ_QOS_EVAL_CUSTOM, .fn = route},
+			     .subqs = subqs,
+			     .nsubqs = 2};
+	blq_config c = {.name = "qq", .qos = &qc, .workers = 1, .worker = worker,
+			.item_free = tu_item_free, .dlq = blq_discard_enqueuer(&drop)};
+	c.metrics = blq_prom_queue_writer(r, "qq", &err);
+	blq *q = blq_new(&c, &err);
+	cr_assert_not_null(q, "%s", err.msg);
+	cr_assert_eq(blq_prom_watch(r, q), 0);
+
+	/* 0 parked in the worker, 2 in the egress, 3 and 4 in "hi", 5 leaks
+	 * from "hi"; 100 in "lo". */
+	cr_assert_eq(blq_enqueue(q, tu_item_new(0)), 0);
+	cr_assert(TU_WAIT_FOR(atomic_load(&gate.waiting) == 1, 2000));
+	cr_assert_eq(blq_enqueue(q, tu_item_new(2)), 0);
+	blq_qos_subq_stats eg;
+	cr_assert(TU_WAIT_FOR(blq_qos_subq_info(q, BLQ_QOS_EGRESS, &eg) == 0 && eg.size == 1 &&
+				      blq_size(q) == 1,
+			      2000));
+	for (uint64_t id = 3; id <= 5; id++)
+		cr_assert_eq(blq_enqueue(q, tu_item_new(id)), 0);
+	cr_assert_eq(blq_enqueue(q, tu_item_new(100)), 0);
+	int n = blq_prom_render(r, text, sizeof(text));
+	cr_assert(n > 0 && (size_t)n < sizeof(text));
+	static const char *const mid[] = {
+		"queue_subq_size{queue=\"qq\",subq=\"hi\"} 2\n",
+		"queue_subq_size{queue=\"qq\",subq=\"lo\"} 1\n",
+		"queue_subq_size{queue=\"qq\",subq=\"egress\"} 1\n",
+		"queue_subq_in_total{queue=\"qq\",subq=\"hi\"} 5\n",
+		"queue_subq_out_total{queue=\"qq\",subq=\"hi\"} 2\n",
+		"queue_subq_leak_total{queue=\"qq\",subq=\"hi\"} 1\n",
+		"queue_subq_in_total{queue=\"qq\",subq=\"lo\"} 1\n",
+		"queue_size{queue=\"qq\"} 4\n",
+		"# TYPE queue_subq_size gauge\n",
+		"# TYPE queue_subq_in_total counter\n",
+	};
+	expect_lines(mid, sizeof(mid) / sizeof(mid[0]));
+	expect_promtool_clean();
+
+	tu_gate_open(&gate);
+	blq_close(q);
+	n = blq_prom_render(r, text, sizeof(text));
+	cr_assert(n > 0 && (size_t)n < sizeof(text));
+	cr_expect(strstr(text, "queue_subq_out_total{queue=\"qq\",subq=\"hi\"} 4\n") != NULL, "%s", text);
+	cr_expect(strstr(text, "queue_subq_out_total{queue=\"qq\",subq=\"lo\"} 1\n") != NULL);
+	cr_expect(strstr(text, "queue_subq_size{queue=\"qq\",subq=\"hi\"} 0\n") != NULL);
+	blq_prom_unwatch(r, q);
+	blq_free(q);
 	blq_prom_free(r);
 }
 

@@ -158,20 +158,27 @@ static const bad_case cases[] = {
 	 "timer_capacity: must be <= 1073741824, got 1099511627776"},
 };
 
-Test(config, each_bad_field_is_named)
+/* Each case, applied to a fresh base config, is refused with its code and
+ * exact message. */
+static void expect_refused(const bad_case *cs, size_t n, blq_config (*make)(void))
 {
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		blq_config c = base();
+	for (size_t i = 0; i < n; i++) {
+		blq_config c = make();
 		blq_error err = {0};
 
-		cases[i].mutate(&c);
+		cs[i].mutate(&c);
 		blq *q = blq_new(&c, &err);
-		cr_expect_null(q, "%s: queue created", cases[i].what);
+		cr_expect_null(q, "%s: queue created", cs[i].what);
 		blq_free(q);
-		cr_expect_eq(err.code, cases[i].code, "%s: code %s, want %s", cases[i].what,
-			     blq_errname(err.code), blq_errname(cases[i].code));
-		cr_expect_str_eq(err.msg, cases[i].msg, "%s", cases[i].what);
+		cr_expect_eq(err.code, cs[i].code, "%s: code %s, want %s", cs[i].what,
+			     blq_errname(err.code), blq_errname(cs[i].code));
+		cr_expect_str_eq(err.msg, cs[i].msg, "%s", cs[i].what);
 	}
+}
+
+Test(config, each_bad_field_is_named)
+{
+	expect_refused(cases, sizeof(cases) / sizeof(cases[0]), base);
 }
 
 Test(config, null_config_and_null_error)
@@ -271,5 +278,117 @@ Test(api, null_arguments)
 	cr_expect_eq(blq_enqueue_job(q, &j), BLQ_EINVAL, "a deadline before the delay");
 	cr_expect_eq(blq_enqueue_wait(q, NULL, 0, NULL), BLQ_EINVAL);
 	cr_expect_eq(blq_enqueue_wait(NULL, &j, 0, NULL), BLQ_EINVAL);
+	blq_free(q);
+}
+
+/* QoS: every bad field refused with a message naming it, and the
+ * sub-queue by index and name. */
+static blq_qos_subq qsubqs[3];
+static blq_qos_config qcfg;
+
+static blq_config qos_base(void)
+{
+	qsubqs[0] = (blq_qos_subq){.name = "high", .capacity = 4, .weight = 250};
+	qsubqs[1] = (blq_qos_subq){.name = "medium", .capacity = 4, .weight = 600};
+	qsubqs[2] = (blq_qos_subq){.name = "low", .capacity = 4, .weight = 150};
+	qcfg = (blq_qos_config){.algo = BLQ_QOS_WRR,
+				.evaluator = {.kind = BLQ_QOS_EVAL_RANDOM},
+				.subqs = qsubqs,
+				.nsubqs = 3};
+	blq_config c = base();
+	c.capacity = 0;
+	c.qos = &qcfg;
+	return c;
+}
+
+MUT(q_algo, qcfg.algo = (enum blq_qos_algo)7)
+MUT(q_no_eval, qcfg.evaluator.kind = BLQ_QOS_EVAL_NONE)
+MUT(q_eval_kind, qcfg.evaluator.kind = (enum blq_qos_eval_kind)9)
+MUT(q_custom_no_fn, qcfg.evaluator.kind = BLQ_QOS_EVAL_CUSTOM)
+MUT(q_def, qcfg.evaluator.kind = BLQ_QOS_EVAL_WEIGHTED; qcfg.evaluator.def = 101)
+MUT(q_none, qcfg.nsubqs = 0)
+MUT(q_null, qcfg.subqs = NULL)
+MUT(q_single, qcfg.nsubqs = 1)
+MUT(q_many, qcfg.nsubqs = 65)
+MUT(q_ingress, qsubqs[1].name = "ingress")
+MUT(q_egress, qsubqs[2].name = "egress")
+MUT(q_dup, qsubqs[2].name = "high")
+MUT(q_dup_index, qsubqs[0].name = NULL; qsubqs[1].name = "0")
+MUT(q_empty_name, qsubqs[0].name = "")
+MUT(q_cap0, qsubqs[1].capacity = 0)
+MUT(q_cap_huge, qsubqs[0].capacity = (size_t)1 << 31)
+MUT(q_no_weight, qsubqs[1].weight = 0)
+MUT(q_only_ingress, qsubqs[1].weight = 0; qsubqs[1].ingress_weight = 5)
+MUT(q_only_egress, qsubqs[2].weight = 0; qsubqs[2].egress_weight = 5)
+MUT(q_capacity, c->capacity = 100)
+MUT(q_streams, c->streams = 2)
+MUT(q_egress_streams, qcfg.egress.capacity = 2; qcfg.egress.streams = 3)
+MUT(q_egress_workers, qcfg.egress.workers = 65)
+
+static const bad_case qos_cases[] = {
+	{"algo", q_algo, BLQ_EINVAL,
+	 "qos.algo: unknown algorithm 7 (BLQ_QOS_PQ, BLQ_QOS_RR or BLQ_QOS_WRR)"},
+	{"no evaluator", q_no_eval, BLQ_EINVAL,
+	 "qos.evaluator: not set (BLQ_QOS_EVAL_WEIGHTED, BLQ_QOS_EVAL_RANDOM or BLQ_QOS_EVAL_CUSTOM)"},
+	{"evaluator kind", q_eval_kind, BLQ_EINVAL, "qos.evaluator: kind: unknown kind 9"},
+	{"custom without fn", q_custom_no_fn, BLQ_EINVAL,
+	 "qos.evaluator: fn: is NULL (a custom evaluator needs it)"},
+	{"weighted def", q_def, BLQ_EINVAL, "qos.evaluator: def: must be a percent, 0..100, got 101"},
+	{"no sub-queues", q_none, BLQ_EINVAL, "qos.subqs: no sub-queues"},
+	{"NULL sub-queues", q_null, BLQ_EINVAL, "qos.subqs: no sub-queues"},
+	{"single sub-queue", q_single, BLQ_EINVAL,
+	 "qos.subqs: a single sub-queue is senseless (want 2 or more)"},
+	{"too many", q_many, BLQ_EINVAL, "qos.subqs: at most 64 sub-queues, got 65"},
+	{"reserved ingress", q_ingress, BLQ_EINVAL,
+	 "qos.subqs[1] \"ingress\": name: \"ingress\" and \"egress\" are reserved"},
+	{"reserved egress", q_egress, BLQ_EINVAL,
+	 "qos.subqs[2] \"egress\": name: \"ingress\" and \"egress\" are reserved"},
+	{"duplicate", q_dup, BLQ_EINVAL, "qos.subqs[2] \"high\": name: already used by qos.subqs[0]"},
+	{"duplicate of an index", q_dup_index, BLQ_EINVAL,
+	 "qos.subqs[1] \"0\": name: already used by qos.subqs[0]"},
+	{"empty name", q_empty_name, BLQ_EINVAL,
+	 "qos.subqs[0]: name: must be 1..63 bytes (NULL means its index)"},
+	{"zero capacity", q_cap0, BLQ_EINVAL, "qos.subqs[1] \"medium\": capacity: must be > 0"},
+	{"huge capacity", q_cap_huge, BLQ_EINVAL,
+	 "qos.subqs[0] \"high\": capacity: must be <= 1073741824, got 2147483648"},
+	{"no weight", q_no_weight, BLQ_EINVAL,
+	 "qos.subqs[1] \"medium\": weight: none set (set weight, or ingress_weight and egress_weight)"},
+	{"only ingress weight", q_only_ingress, BLQ_EINVAL,
+	 "qos.subqs[1] \"medium\": egress_weight: not set while ingress_weight is (set both, or weight)"},
+	{"only egress weight", q_only_egress, BLQ_EINVAL,
+	 "qos.subqs[2] \"low\": ingress_weight: not set while egress_weight is (set both, or weight)"},
+	{"capacity not the sum", q_capacity, BLQ_EINVAL,
+	 "capacity: must be 0 or the sum of the QoS sub-queues and egress (76), got 100"},
+	{"streams", q_streams, BLQ_EINVAL,
+	 "streams: must be 0 with qos (set qos.egress.streams), got 2"},
+	{"egress streams", q_egress_streams, BLQ_EINVAL,
+	 "qos.egress.streams: must be <= qos.egress.capacity (2), got 3"},
+	{"egress workers", q_egress_workers, BLQ_EINVAL, "qos.egress.workers: must be <= 64, got 65"},
+};
+
+Test(config, qos_each_bad_field_is_named)
+{
+	expect_refused(qos_cases, sizeof(qos_cases) / sizeof(qos_cases[0]), qos_base);
+}
+
+/* The original's weight rules: weight stands in for an unset ingress or
+ * egress weight. */
+Test(config, qos_weight_fills_the_unset_side)
+{
+	blq_config c = qos_base();
+	blq_error err;
+
+	qsubqs[1].ingress_weight = 7; /* egress from weight (600) */
+	qsubqs[2].egress_weight = 9;  /* ingress from weight (150) */
+	blq *q = blq_new(&c, &err);
+	cr_assert_not_null(q, "%s", err.msg);
+	blq_qos_subq_stats st;
+	cr_assert_eq(blq_qos_subq_info(q, 1, &st), 0);
+	cr_expect_eq(st.ingress_weight, 7);
+	cr_expect_eq(st.egress_weight, 600);
+	cr_assert_eq(blq_qos_subq_info(q, 2, &st), 0);
+	cr_expect_eq(st.ingress_weight, 150);
+	cr_expect_eq(st.egress_weight, 9);
+	cr_expect_eq(blq_capacity(q), 76);
 	blq_free(q);
 }

@@ -8,45 +8,6 @@
 
 #include "suite_util.h"
 
-/* A DLQ that records the ids it receives (and owns their payloads). */
-typedef struct rec {
-	pthread_mutex_t mu;
-	uint64_t ids[4096];
-	size_t n;
-	bool refuse;
-} rec;
-
-static int rec_enqueue(void *self, void *payload)
-{
-	rec *r = self;
-	tu_item *it = payload;
-
-	if (r->refuse)
-		return -1;
-	pthread_mutex_lock(&r->mu);
-	if (r->n < 4096)
-		r->ids[r->n++] = it->id;
-	pthread_mutex_unlock(&r->mu);
-	tu_item_free(it);
-	return 0;
-}
-
-static rec *rec_new(void)
-{
-	rec *r = calloc(1, sizeof(*r));
-
-	pthread_mutex_init(&r->mu, NULL);
-	return r;
-}
-
-static size_t rec_count(rec *r)
-{
-	pthread_mutex_lock(&r->mu);
-	size_t n = r->n;
-	pthread_mutex_unlock(&r->mu);
-	return n;
-}
-
 /* The worker's context: a gate to park on, the order items ran in, and
  * which ids fail. */
 typedef struct wctx {
@@ -153,25 +114,6 @@ Test(queue, fifo_order_with_one_worker)
 	cr_expect(tu_balanced(&s));
 	cr_expect_eq(atomic_load(&tu_freed), 1000); /* all by the worker */
 	blq_free(q);
-}
-
-typedef struct producer_arg {
-	blq *q;
-	uint64_t id;
-	_Atomic int done;
-	int rc;
-} producer_arg;
-
-static void *blocking_producer(void *p)
-{
-	producer_arg *a = p;
-	tu_item *it = tu_item_new(a->id);
-
-	a->rc = blq_enqueue(a->q, it);
-	if (a->rc != 0)
-		tu_item_free(it); /* refused: still ours */
-	atomic_store(&a->done, 1);
-	return NULL;
 }
 
 Test(queue, back_pressure_blocks_and_resumes)

@@ -37,7 +37,7 @@ static void advance(blq *q, uint64_t ns)
 
 #define REC_MAX 4096
 
-typedef struct rec {
+typedef struct wlog {
 	_Atomic unsigned calls;
 	uint64_t id[REC_MAX];
 	uint64_t at[REC_MAX]; /* fake clock at the call */
@@ -46,13 +46,13 @@ typedef struct rec {
 	/* Items whose id is below fail_ids fail while attempt <= fail_until. */
 	uint64_t fail_ids;
 	unsigned fail_until;
-} rec;
+} wlog;
 
-static rec R;
+static wlog R;
 
 static int rec_worker(void *ctx, void *payload, blq_task *t)
 {
-	rec *r = ctx;
+	wlog *r = ctx;
 	tu_item *it = payload;
 	unsigned i = atomic_fetch_add(&r->calls, 1);
 

@@ -1,7 +1,8 @@
 /*
  * Shared helpers for the test suites: tracked payloads (magic, id, freed
  * exactly once), a gate that parks workers (libuv's saturate-the-pool
- * trick) and a bounded wait for a condition.
+ * trick), a bounded wait for a condition, a blocking producer thread and
+ * a recording DLQ.
  */
 #ifndef BLQ_TEST_UTIL_H
 #define BLQ_TEST_UTIL_H
@@ -119,6 +120,66 @@ static inline void tu_gate_destroy(tu_gate *g)
 {
 	pthread_cond_destroy(&g->cond);
 	pthread_mutex_destroy(&g->mu);
+}
+
+/* A DLQ that records the ids it receives (and owns their payloads). */
+typedef struct rec {
+	pthread_mutex_t mu;
+	uint64_t ids[4096];
+	size_t n;
+	bool refuse;
+} rec;
+
+static inline int rec_enqueue(void *self, void *payload)
+{
+	rec *r = self;
+	tu_item *it = payload;
+
+	if (r->refuse)
+		return -1;
+	pthread_mutex_lock(&r->mu);
+	if (r->n < 4096)
+		r->ids[r->n++] = it->id;
+	pthread_mutex_unlock(&r->mu);
+	tu_item_free(it);
+	return 0;
+}
+
+static inline rec *rec_new(void)
+{
+	rec *r = calloc(1, sizeof(*r));
+
+	pthread_mutex_init(&r->mu, NULL);
+	return r;
+}
+
+static inline size_t rec_count(rec *r)
+{
+	pthread_mutex_lock(&r->mu);
+	size_t n = r->n;
+	pthread_mutex_unlock(&r->mu);
+	return n;
+}
+
+/* A thread that enqueues one item (blocking) and says when it returned:
+ * pthread_create(&t, NULL, blocking_producer, &arg). */
+typedef struct producer_arg {
+	blq *q;
+	uint64_t id;
+	_Atomic int done;
+	int rc;
+} producer_arg;
+
+static inline void *blocking_producer(void *p)
+{
+	producer_arg *a = p;
+	tu_item *it = tu_item_new(a->id);
+
+	a->rc = blq_enqueue(a->q, it);
+	if (a->rc != 0)
+		tu_item_free(it); /* refused: still ours */
+	atomic_store(&a->done, 1);
+	return NULL;
 }
 
 /* The invariant of DESIGN.md, after close. */

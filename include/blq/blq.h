@@ -6,6 +6,7 @@
 #include <blq/error.h>
 #include <blq/queue.h>
 #include <blq/retry.h>
+#include <blq/qos.h>
 #include <blq/schedule.h>
 #include <blq/dlq.h>
 #include <blq/workers.h>

@@ -11,6 +11,10 @@
  *              queue_retry_delay_seconds; buckets 100 us .. 5 s
  *   gauges     queue_size, queue_capacity, queue_workers_active,
  *              queue_workers_sleep, queue_workers_idle (for watched queues)
+ *   QoS        counters queue_subq_in_total, queue_subq_out_total,
+ *              queue_subq_leak_total and (watched queues) the gauge
+ *              queue_subq_size, each with subq="<name>" (the size also
+ *              for subq="egress")
  *
  * Hot-path updates take no lock: each queue's counters are spread over
  * per-thread cells (atomic adds on lines other threads rarely touch), and
@@ -58,7 +62,8 @@ BLQ_API const blq_metrics_writer *blq_prom_queue_writer(blq_prom *r, const char 
 							 blq_error *err);
 
 /**
- * blq_prom_watch() - also render @q's gauges (size, capacity, workers),
+ * blq_prom_watch() - also render @q's gauges (size, capacity, workers, and
+ * with QoS each sub-queue's size),
  * read from blq_stats at render time, under the series named after the
  * queue. Call blq_prom_unwatch before blq_free(q).
  * Return: 0, BLQ_EINVAL (NULL, or no writer of that name), BLQ_ENOMEM.

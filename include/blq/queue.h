@@ -32,6 +32,7 @@
 #include <blq/log.h>
 #include <blq/metrics.h>
 #include <blq/retry.h>
+#include <blq/qos.h>
 #include <blq/schedule.h>
 
 #ifdef __cplusplus
@@ -73,12 +74,16 @@ typedef struct blq_config {
 	/* Name used in metrics, logs and status; copied. Default "queue",
 	 * at most 63 bytes. */
 	const char *name;
-	/* Items the queue holds, exactly (not rounded). Required, >= 1. */
+	/* Items the queue holds, exactly (not rounded). Required, >= 1;
+	 * with qos, 0 or the sum of the sub-queues and the egress. */
 	size_t capacity;
 	/* Shards the buffer into this many rings, like the original's pfifo,
 	 * to spread contention. Default 1; 1..capacity. Each ring holds
-	 * capacity/streams items (the first capacity%streams hold one more). */
+	 * capacity/streams items (the first capacity%streams hold one more).
+	 * With qos: 0 (set qos->egress.streams instead). */
 	unsigned streams;
+	/* Priority sub-queues (qos.h); copied at creation. Optional. */
+	const blq_qos_config *qos;
 
 	/* Worker callback and its context. Required. */
 	blq_worker_fn worker;
@@ -203,7 +208,8 @@ typedef struct blq_job {
 	uint64_t deadline_ns;
 	/* Overrides timeout_ns. */
 	uint64_t timeout_ns;
-	/* Priority weight for QoS queues; ignored without QoS. */
+	/* Priority weight for QoS queues: what the evaluator gets (the
+	 * weighted one maps it to a percent); ignored without QoS. */
 	uint64_t weight;
 } blq_job;
 
@@ -329,7 +335,8 @@ BLQ_API int blq_stats(const blq *q, struct blq_stats *out);
 
 /**
  * blq_status_json() - the queue's state as one JSON object (name, status,
- * capacity, size, rate, workers, counters), like the original's String().
+ * capacity, size, rate, workers, counters, and with QoS each sub-queue's
+ * and the egress's size), like the original's String().
  * @buf, @len: the caller's buffer; always NUL-terminated when len > 0.
  * Return: the length the full text needs (excluding the NUL), as snprintf;
  * a value >= len means it was cut. Negative BLQ_EINVAL for NULL q.

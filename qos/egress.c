@@ -1,0 +1,351 @@
+/*
+ * QoS egress: the threads that move items from the sub-queues into the
+ * egress ring(s), which are the queue's own rings, the ones its workers
+ * take from.
+ *
+ * Design
+ * - Threads: qos.egress.workers movers ("blq-e0", ...), started by blq_new
+ *   after the workers, ended and joined by the closer (blq__qos_stop, from
+ *   finish). Each keeps its own scheduling state (RR cursor, WRR turn and
+ *   credit, egress stream cursor): no lock and no shared line between
+ *   them. A move is a pop from a sub-queue ring and a push into an egress
+ *   ring: no lock, no allocation, no system call.
+ * - Choosing (take): PQ pops from the first non-empty sub-queue in
+ *   configuration order; RR from the next non-empty one after the last it
+ *   served; WRR serves sub-queue i for up to quota[i] items (egress weight
+ *   over the smallest, rounded: 250/600/150 -> 2/4/1) then passes the turn
+ *   on; an empty sub-queue passes its turn at once (work-conserving).
+ * - Room first: a mover takes an item out of a sub-queue only when it
+ *   knows of a free egress slot (`room`, recomputed from the rings'
+ *   indices when used up). So items wait in their sub-queues, where the
+ *   priority applies, and not in a mover's hands while the egress is full.
+ * - Accounting (q->staged, see queue/internal.h): the producer counted the
+ *   item when it entered its sub-queue (ingress.c). The mover keeps it
+ *   counted while it holds it and after the push, and gives the counts
+ *   back in a flush: one seq_cst subtraction of everything pushed since
+ *   the last flush, then the wake-ups below. Flushes come every
+ *   BLQ__QOS_BATCH moves and always before a mover sleeps or ends, so
+ *   staged is exact whenever the movers rest and over-counts by at most a
+ *   batch per mover while items flow (blq_size is a snapshot anyway), and
+ *   a closing worker that reads staged == 0 sees every pushed item in the
+ *   rings (the subtraction comes after the pushes).
+ * - Waking (flush): one full fence, then only where someone waits: one
+ *   worker (items_ec; a woken worker passes the wake-up on, worker.c);
+ *   producers blocked on a sub-queue that is down to half (all at once,
+ *   deferring to a pending wake-up, like worker.c's after_take); waiters
+ *   of blq_wait_idle; and every sleeper when closed (blq__wake_all), as
+ *   the staged protocol asks.
+ * - Blocking, no spinning: with nothing to take, a mover flushes, takes a
+ *   few yielding looks (BLQ__SPIN_ROUNDS, as the workers do), then sleeps
+ *   on qos->ec after announcing itself and trying once more (ec.h). Each
+ *   producer that pushed into a sub-queue wakes one (enqueue.c, leave: a
+ *   load when nobody sleeps); a woken mover passes a wake-up on to the
+ *   next when it found work. With no egress room it sleeps on
+ *   q->space_ec, which the workers notify once the egress has drained to
+ *   half (worker.c, after_take against q->ring_cap). If a push fails all
+ *   the same (another mover took the slot, or a worker claimed it and has
+ *   not yet freed it), the mover holds the item and sleeps there too. So
+ *   an idle QoS queue costs no CPU: the original spins idle_threshold
+ *   times and then sleeps idle_timeout, over and over (and its unlock
+ *   signal can never fire); idle_threshold and idle_timeout_ns are kept in
+ *   the config for compatibility and ignored.
+ * - Close: graceful: the movers keep moving; producers are refused, so
+ *   the sub-queues drain; each mover's flush when it runs dry brings
+ *   staged down and, closed, wakes everyone; the workers exit once no
+ *   producer is in flight, staged is 0 and the rings are empty. finish()
+ *   then stops and joins the movers (nothing is left for them). Forced:
+ *   the movers stop at once (after a flush); an item a mover held stays in
+ *   its hands, still counted in staged, and the closer's sweep takes the
+ *   held items and the sub-queues' leftovers (blq__qos_take_any) to the
+ *   DLQ or counts them lost, after the producers have left and the movers
+ *   are joined.
+ */
+#include <sched.h>
+#include <stdio.h>
+
+#include "qos_internal.h"
+
+static bool ending(const blq *q)
+{
+	/* Acquire: pairs with the stopper's and the closer's stores; after
+	 * them nothing more is asked of a mover. */
+	return atomic_load_explicit(&q->qos->stop, memory_order_acquire) ||
+	       atomic_load_explicit(&q->forced, memory_order_acquire);
+}
+
+/* The StoreLoad barrier before reading a waiters count (ec.h): one fence
+ * for all of a flush's reads; under TSan each read is the RMW form. */
+#ifdef BLQ__TSAN
+#define WAITERS(ec) blq__ec_publish_then_waiters(ec)
+#else
+#define WAITERS(ec) atomic_load_explicit(&(ec)->waiters, memory_order_relaxed)
+#endif
+
+static void flush(blq__mover *m)
+{
+	blq *q = m->q;
+	struct blq__qos *s = q->qos;
+
+	if (m->moved > 0) {
+		/* seq_cst, after the pushes: a worker that reads staged == 0
+		 * finds these items in the rings (queue/internal.h). */
+		atomic_fetch_sub_explicit(&q->staged, m->moved, memory_order_seq_cst);
+		m->moved = 0;
+	}
+#ifndef BLQ__TSAN
+	/* StoreLoad: our pushes, pops and the subtraction come before the
+	 * waiters counts we read below (ec.h). */
+	blq__full_fence();
+#endif
+	if (WAITERS(&q->items_ec) != 0 && blq__ec_claim(&q->items_ec))
+		blq__ec_wake_slow(&q->items_ec, 1);
+	for (unsigned i = 0; i < s->n; i++) {
+		blq__subq *sq = &s->subqs[i];
+
+		if (WAITERS(&sq->space) != 0 && blq__ring_size(&sq->ring) <= sq->ring.cap / 2 &&
+		    blq__ec_claim(&sq->space))
+			blq__ec_wake_slow(&sq->space, 0);
+	}
+	if (WAITERS(&q->idle_ec) != 0)
+		blq__ec_wake_slow(&q->idle_ec, 0);
+	/* seq_cst: pairs with the closer's store (close.c). */
+	if (atomic_load_explicit(&q->closed, memory_order_seq_cst))
+		blq__wake_all(q);
+}
+
+/* Free slots in the egress rings; a snapshot (workers free more). */
+static uint64_t egress_room(const blq *q)
+{
+	uint64_t used = 0;
+
+	for (unsigned i = 0; i < q->nrings; i++)
+		used += blq__ring_size(&q->rings[i]);
+	return used < q->ring_cap ? q->ring_cap - used : 0;
+}
+
+/* Waits until the egress has room: a few yielding looks first (the
+ * workers are draining it; yielding hands them our CPU, and a sleep and
+ * wake-up per half-egress costs more than the moves), then sleeps. False:
+ * the mover is to end. */
+static bool wait_room(blq__mover *m)
+{
+	blq *q = m->q;
+
+	if ((m->room = egress_room(q)) > 0)
+		return true;
+	flush(m);
+	for (unsigned i = 0; i < BLQ__SPIN_ROUNDS && !ending(q); i++) {
+		sched_yield();
+		if ((m->room = egress_room(q)) > 0)
+			return true;
+	}
+	for (;;) {
+		uint32_t snap = blq__ec_prepare(&q->space_ec);
+
+		if ((m->room = egress_room(q)) > 0) {
+			blq__ec_cancel(&q->space_ec);
+			return true;
+		}
+		if (ending(q)) {
+			blq__ec_cancel(&q->space_ec);
+			return false;
+		}
+		blq__ec_wait(&q->space_ec, snap, 0);
+	}
+}
+
+static bool pop(blq__mover *m, unsigned i, blq__item *it)
+{
+	blq *q = m->q;
+	const blq_metrics_writer *mw = q->cfg.metrics;
+
+	if (!blq__ring_pop(&q->qos->subqs[i].ring, it))
+		return false;
+	if (mw != NULL && mw->subq_pull != NULL)
+		mw->subq_pull(mw->ctx, q->name, q->qos->subqs[i].name);
+	return true;
+}
+
+static void wrr_pass(blq__mover *m)
+{
+	const struct blq__qos *s = m->q->qos;
+
+	m->cur = (m->cur + 1) % s->n;
+	m->credit = s->subqs[m->cur].quota;
+}
+
+/* One item out of a sub-queue, chosen by the algorithm. */
+static bool take(blq__mover *m, blq__item *it)
+{
+	const struct blq__qos *s = m->q->qos;
+	unsigned n = s->n;
+
+	switch (s->cfg.algo) {
+	case BLQ_QOS_PQ:
+		for (unsigned i = 0; i < n; i++)
+			if (pop(m, i, it))
+				return true;
+		return false;
+	case BLQ_QOS_RR:
+		for (unsigned k = 0; k < n; k++) {
+			unsigned i = (m->cur + k) % n;
+
+			if (pop(m, i, it)) {
+				m->cur = (i + 1) % n;
+				return true;
+			}
+		}
+		return false;
+	default: /* BLQ_QOS_WRR */
+		for (unsigned k = 0; k < n; k++) {
+			if (pop(m, m->cur, it)) {
+				if (--m->credit == 0)
+					wrr_pass(m);
+				return true;
+			}
+			wrr_pass(m); /* empty: its turn passes */
+		}
+		return false;
+	}
+}
+
+/* The next item to move, sleeping while there is no room or nothing to
+ * take. False: the mover is to end. */
+static bool next(blq__mover *m, blq__item *it)
+{
+	struct blq__qos *s = m->q->qos;
+	bool slept = false;
+
+	for (;;) {
+		if (ending(m->q) || (m->room == 0 && !wait_room(m)))
+			return false;
+		if (take(m, it))
+			break;
+		flush(m);
+		for (unsigned i = 0; i < BLQ__SPIN_ROUNDS && !ending(m->q); i++) {
+			sched_yield();
+			if (take(m, it))
+				goto got;
+		}
+		uint32_t snap = blq__ec_prepare(&s->ec);
+		if (take(m, it)) {
+			blq__ec_cancel(&s->ec);
+			break;
+		}
+		if (ending(m->q)) {
+			blq__ec_cancel(&s->ec);
+			return false;
+		}
+		blq__ec_wait(&s->ec, snap, 0);
+		slept = true;
+	}
+got:
+	/* Woken for one item: another mover may be needed (one wake-up per
+	 * episode, ec.h). Only a load when no other mover sleeps. */
+	if (slept && s->nmovers > 1)
+		blq__ec_notify(&s->ec, 1);
+	return true;
+}
+
+/* Round-robin over the egress streams, starting after the last used. */
+static bool push_any(blq__mover *m, const blq__item *it)
+{
+	blq *q = m->q;
+
+	if (q->nrings == 1)
+		return blq__ring_push(&q->rings[0], it);
+	for (unsigned k = 0; k < q->nrings; k++) {
+		if (++m->ring == q->nrings)
+			m->ring = 0;
+		if (blq__ring_push(&q->rings[m->ring], it))
+			return true;
+	}
+	return false;
+}
+
+/* Pushes the item into the egress. A failure despite known room is a slot
+ * a worker has claimed and not yet freed, or one another mover took: look
+ * again a few times, yielding, then sleep while it does not fit. False:
+ * forced meanwhile; the item stays in m->held for the closer's sweep. */
+static bool push(blq__mover *m, const blq__item *it)
+{
+	blq *q = m->q;
+
+	if (push_any(m, it))
+		return true;
+	flush(m);
+	for (unsigned i = 0; i < BLQ__SPIN_ROUNDS && !ending(q); i++) {
+		sched_yield();
+		if (push_any(m, it))
+			return true;
+	}
+	for (;;) {
+		uint32_t snap = blq__ec_prepare(&q->space_ec);
+
+		if (push_any(m, it)) {
+			blq__ec_cancel(&q->space_ec);
+			return true;
+		}
+		if (ending(q)) {
+			blq__ec_cancel(&q->space_ec);
+			m->held = *it;
+			m->has_held = true;
+			return false;
+		}
+		blq__ec_wait(&q->space_ec, snap, 0);
+	}
+}
+
+static void *mover_main(void *arg)
+{
+	blq__mover *m = arg;
+	blq__item it;
+	char tname[16];
+
+	snprintf(tname, sizeof(tname), "blq-e%u", m->index);
+	pthread_setname_np(pthread_self(), tname);
+	while (next(m, &it) && push(m, &it)) {
+		m->room--;
+		if (++m->moved == BLQ__QOS_BATCH)
+			flush(m);
+	}
+	flush(m);
+	return NULL;
+}
+
+int blq__qos_start(blq *q, blq_error *err)
+{
+	struct blq__qos *s = q->qos;
+
+	if (s == NULL)
+		return 0;
+	for (unsigned i = 0; i < s->nmovers; i++) {
+		int e = blq__thread_create(&s->movers[i].thread, mover_main, &s->movers[i]);
+
+		if (e != 0)
+			return blq__error_set(err, BLQ_ETHREAD,
+					      "qos.egress.workers: cannot start egress thread %u (error %d)",
+					      i, e);
+		s->movers[i].joinable = true;
+	}
+	return 0;
+}
+
+void blq__qos_stop(blq *q)
+{
+	struct blq__qos *s = q->qos;
+
+	if (s == NULL)
+		return;
+	/* seq_cst, then the wake-ups: a mover announced on either event
+	 * count either sees the flag on its re-check or is woken (ec.h). */
+	atomic_store_explicit(&s->stop, 1, memory_order_seq_cst);
+	blq__ec_notify(&s->ec, 0);
+	blq__ec_notify(&q->space_ec, 0);
+	for (unsigned i = 0; i < s->nmovers; i++) {
+		if (s->movers[i].joinable) {
+			pthread_join(s->movers[i].thread, NULL);
+			s->movers[i].joinable = false;
+		}
+	}
+}
