@@ -7,6 +7,7 @@
 #include <blq/queue.h>
 #include <blq/schedule.h>
 #include <blq/dlq.h>
+#include <blq/dlqdump.h>
 #include <blq/workers.h>
 #include <blq/prometheus.h>
 
