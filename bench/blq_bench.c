@@ -28,6 +28,7 @@
 
 #include "baseline.h"
 #include "bench_blq.h"
+#include "bench_dump.h"
 
 /* ---- allocation counter: interposes the allocator for the whole process */
 
@@ -360,7 +361,8 @@ static int w1_prom(size_t items, unsigned rounds)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: blq-bench [--compare] [--rounds N] [--items N] [WORKLOAD...]\n"
+		"usage: blq-bench [--compare] [--rounds N] [--items N] [--redis HOST:PORT]\n"
+		"                 [WORKLOAD...]\n"
 		"\n"
 		"Workloads (default: all):\n"
 		"  W1   tiny tasks: 2 producers, 2,000,000 items, capacity 1024,\n"
@@ -375,13 +377,19 @@ static void usage(FILE *f)
 		"  IDLE-BALANCED  CPU of an idle balanced queue over 5 s (getrusage)\n"
 		"  W1-PROM  W1 with the Prometheus writer attached, back to back with\n"
 		"       plain W1 per round; w1_ratio = median of the round ratios\n"
+		"  DUMP-FS  dlqdump to files: 400,000 x 64 B and 50,000 x 1 KiB items\n"
+		"       through a dump with 1 MiB batches, until fsync'd (mb_per_s=)\n"
+		"  DUMP-REDIS  the same to a Redis stream (200,000 x 64 B, 50,000 x\n"
+		"       1 KiB; needs --redis), beside redis-benchmark -t lpush with the\n"
+		"       same count and size on the same server (blq_ratio=)\n"
 		"\n"
 		"Options:\n"
 		"  --compare   also run the other systems round-robin with blq and print\n"
 		"              blq_ratio (blq ns/item divided by the other system's):\n"
 		"              W1, W3: GLib GThreadPool, a mutex+condvar pool, a raw ck_ring\n"
 		"  --rounds N  rounds per system; lines give the median (default 5)\n"
-		"  --items N   override the item count of W1, W2 and W3\n"
+		"  --items N   override the item count of W1, W2, W3 and the DUMP ones\n"
+		"  --redis HOST:PORT  the server for DUMP-REDIS (run only when given)\n"
 		"  --help      this text\n"
 		"\n"
 		"Output: BENCH <workload> <system> ns_per_item=.. items_per_s=..\n"
@@ -397,10 +405,14 @@ int main(int argc, char **argv)
 		{"rounds", required_argument, NULL, 'r'},
 		{"items", required_argument, NULL, 'i'},
 		{"help", no_argument, NULL, 'h'},
+		{"redis", required_argument, NULL, 'R'},
 		{NULL, 0, NULL, 0},
 	};
-	static const char *const names[] = {"W1", "W2", "W3", "W4", "IDLE-BALANCED", "W1-PROM"};
-	enum { W1, W2, W3, W4, IDLE, W1PROM, NWL };
+	static const char *const names[] = {"W1",	  "W2",	     "W3",	   "W4",
+					    "IDLE-BALANCED", "W1-PROM", "DUMP-FS", "DUMP-REDIS"};
+	enum { W1, W2, W3, W4, IDLE, W1PROM, DUMPFS, DUMPREDIS, NWL };
+	char redis_host[256] = "";
+	int redis_port = 0;
 	bool compare = false, want[NWL] = {false};
 	unsigned rounds = 5;
 	size_t items = 0;
@@ -429,6 +441,19 @@ int main(int argc, char **argv)
 			}
 			items -= items % 2;
 			break;
+		case 'R': {
+			const char *colon = strrchr(optarg, ':');
+			redis_port = colon ? atoi(colon + 1) : 0;
+			if (colon == NULL || colon == optarg || redis_port <= 0 ||
+			    (size_t)(colon - optarg) >= sizeof(redis_host)) {
+				fprintf(stderr, "blq-bench: --redis: want HOST:PORT, got '%s'\n",
+					optarg);
+				return 2;
+			}
+			snprintf(redis_host, sizeof(redis_host), "%.*s", (int)(colon - optarg),
+				 optarg);
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -504,6 +529,12 @@ int main(int argc, char **argv)
 	if (want[IDLE] && idle_balanced() != 0)
 		return 1;
 	if (want[W1PROM] && w1_prom(items, rounds) != 0)
+		return 1;
+	/* Dumps write 20..50 MB a round: at most 3 rounds. */
+	if (want[DUMPFS] && bench_dump_fs(items, rounds < 3 ? rounds : 3) != 0)
+		return 1;
+	if (want[DUMPREDIS] && redis_port > 0 &&
+	    bench_dump_redis(redis_host, redis_port, items, rounds < 3 ? rounds : 3) != 0)
 		return 1;
 	return 0;
 }
