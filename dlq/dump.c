@@ -34,7 +34,6 @@
 #include <string.h>
 
 #include "../util/errorf.h"
-#include "../util/thread.h"
 #include "dump_format.h"
 #include "dump_util.h"
 
@@ -393,10 +392,7 @@ blq_dump *blq_dump_new(const blq_dump_config *cfg, blq_error *err)
 	blq__cond_init_mono(&d->wake);
 	blq__cond_init_mono(&d->room);
 	blq__cond_init_mono(&d->done);
-	int e = blq__thread_create(&d->thread, flusher, d);
-	if (e != 0) {
-		blq__error_set(err, BLQ_ETHREAD, "dump %s: cannot start the flush thread (error %d)",
-			       d->name, e);
+	if (blq__dump_thread(&d->thread, flusher, d, "blq-dump", "dump", d->name, err) != 0) {
 		pthread_cond_destroy(&d->wake);
 		pthread_cond_destroy(&d->room);
 		pthread_cond_destroy(&d->done);
@@ -404,7 +400,6 @@ blq_dump *blq_dump_new(const blq_dump_config *cfg, blq_error *err)
 		free(d);
 		return NULL;
 	}
-	pthread_setname_np(d->thread, "blq-dump");
 	return d;
 }
 

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "../util/errorf.h"
+#include "../util/thread.h"
 
 uint64_t blq__mono_ns(void)
 {
@@ -66,5 +67,17 @@ int blq__dump_check_logger(const blq_logger *l, const char *field, blq_error *er
 {
 	if (l->log == NULL && l->ctx != NULL)
 		return blq__error_set(err, BLQ_EINVAL, "%s: ctx is set but log is NULL", field);
+	return 0;
+}
+
+int blq__dump_thread(pthread_t *t, void *(*fn)(void *), void *arg, const char *tname,
+		     const char *what, const char *name, blq_error *err)
+{
+	int e = blq__thread_create(t, fn, arg);
+
+	if (e != 0)
+		return blq__error_set(err, BLQ_ETHREAD, "%s %s: cannot start its thread (error %d)",
+				      what, name, e);
+	pthread_setname_np(*t, tname);
 	return 0;
 }

@@ -28,6 +28,12 @@ void blq__dlog(const blq_logger *l, int level, const char *fmt, ...)
 int blq__dump_name(char out[BLQ__DUMP_NAME_MAX + 1], const char *name, const char *dflt,
 		   blq_error *err);
 
+/* Starts the object's thread (signals blocked, named tname); on failure
+ * fills err with "<what> <name>: cannot start its thread". Returns 0 or
+ * BLQ_ETHREAD. */
+int blq__dump_thread(pthread_t *t, void *(*fn)(void *), void *arg, const char *tname,
+		     const char *what, const char *name, blq_error *err);
+
 /* Checks a logger: ctx without log is refused, naming field. */
 int blq__dump_check_logger(const blq_logger *l, const char *field, blq_error *err);
 

@@ -29,7 +29,6 @@
 #include <string.h>
 
 #include "../util/errorf.h"
-#include "../util/thread.h"
 #include "dump_format.h"
 #include "dump_util.h"
 
@@ -292,16 +291,12 @@ blq_restorer *blq_restorer_new(const blq_restorer_config *cfg, blq_error *err)
 		r->cfg.allow_rate = DEFAULT_ALLOW_RATE;
 	pthread_mutex_init(&r->mu, NULL);
 	blq__cond_init_mono(&r->cond);
-	int e = blq__thread_create(&r->thread, run, r);
-	if (e != 0) {
-		blq__error_set(err, BLQ_ETHREAD, "restorer %s: cannot start its thread (error %d)",
-			       r->name, e);
+	if (blq__dump_thread(&r->thread, run, r, "blq-restore", "restorer", r->name, err) != 0) {
 		pthread_cond_destroy(&r->cond);
 		pthread_mutex_destroy(&r->mu);
 		free(r);
 		return NULL;
 	}
-	pthread_setname_np(r->thread, "blq-restore");
 	return r;
 }
 

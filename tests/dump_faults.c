@@ -22,35 +22,6 @@
 
 #define SKIP 77
 
-static int failures;
-
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ok)
-		return;
-	va_start(ap, fmt);
-	fprintf(stderr, "dump_faults: FAILED: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
-	va_end(ap);
-	failures++;
-}
-
-static _Atomic unsigned *seen;
-static uint64_t n_items;
-
-static int sink(void *ctx, void *payload, blq_task *t)
-{
-	uint64_t id = du_id(payload);
-
-	(void)ctx, (void)t;
-	if (id < n_items)
-		atomic_fetch_add(&seen[id], 1);
-	free(payload);
-	return 0;
-}
 
 /* ---- SIGKILL of the producing process ------------------------------ */
 
@@ -73,7 +44,7 @@ static void child(const char *dir, shared *sh)
 		fprintf(stderr, "dump_faults child: %s\n", err.msg);
 		_exit(1);
 	}
-	for (uint64_t i = 0; i < n_items; i++) {
+	for (uint64_t i = 0; i < du_n; i++) {
 		if (blq_dump_enqueue(d, du_item(i, 64)) != 0)
 			_exit(1);
 		atomic_store(&sh->produced, i + 1);
@@ -100,19 +71,19 @@ static int sigkill_test(void)
 	pid_t pid = fork();
 	if (pid == 0)
 		child(dir, sh);
-	check(pid > 0, "fork");
-	check(TU_WAIT_FOR(atomic_load(&sh->written) >= n_items / 4, 20000),
+	du_check(pid > 0, "fork");
+	du_check(TU_WAIT_FOR(atomic_load(&sh->written) >= du_n / 4, 20000),
 	      "the child wrote too little (%llu)", (unsigned long long)atomic_load(&sh->written));
 	kill(pid, SIGKILL);
 	int status;
 	waitpid(pid, &status, 0);
-	check(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "the child did not die by SIGKILL");
+	du_check(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "the child did not die by SIGKILL");
 	uint64_t written = atomic_load(&sh->written), produced = atomic_load(&sh->produced);
 
 	blq_error err;
 	blq_dump_fs_config fc = {.directory = dir, .logger = blq_stderr_logger(BLQ_LOG_WARN)};
 	blq_dump_reader *rd = blq_dump_fs_reader_new(&fc, &err);
-	blq_config qc = {.name = "after", .capacity = 256, .workers = 2, .worker = sink,
+	blq_config qc = {.name = "after", .capacity = 256, .workers = 2, .worker = du_sink,
 			 .item_free = free};
 	blq *q = blq_new(&qc, &err);
 	blq_restorer_config rc = {.reader = rd, .decoder = blq_dump_bytes_decoder(), .target = q,
@@ -123,24 +94,24 @@ static int sigkill_test(void)
 		fprintf(stderr, "dump_faults: %s\n", err.msg);
 		return 1;
 	}
-	check(TU_WAIT_FOR(du_count(dir, "*.bin") == 0, 20000), "files left unrestored");
+	du_check(TU_WAIT_FOR(du_count(dir, "*.bin") == 0, 20000), "files left unrestored");
 	blq_restorer_close(r);
 	blq_close(q);
 	struct blq_restorer_stats rs;
 	blq_restorer_stats(r, &rs);
 	uint64_t missing = 0, dup = 0, ghost = 0;
-	for (uint64_t i = 0; i < n_items; i++) {
-		unsigned k = atomic_load(&seen[i]);
+	for (uint64_t i = 0; i < du_n; i++) {
+		unsigned k = atomic_load(&du_seen[i]);
 		missing += i < written && k == 0;
 		dup += k > 1;
 		ghost += i >= produced && k > 0;
 	}
-	check(missing == 0, "%llu written items did not come back", (unsigned long long)missing);
-	check(dup == 0, "%llu items came back twice", (unsigned long long)dup);
-	check(ghost == 0, "%llu items never produced came back", (unsigned long long)ghost);
-	check(rs.restored >= written, "restored %llu < written %llu",
+	du_check(missing == 0, "%llu written items did not come back", (unsigned long long)missing);
+	du_check(dup == 0, "%llu items came back twice", (unsigned long long)dup);
+	du_check(ghost == 0, "%llu items never produced came back", (unsigned long long)ghost);
+	du_check(rs.restored >= written, "restored %llu < written %llu",
 	      (unsigned long long)rs.restored, (unsigned long long)written);
-	check(du_count(dir, "quarantine/*") == 0, "a file was quarantined after a SIGKILL");
+	du_check(du_count(dir, "quarantine/*") == 0, "a file was quarantined after a SIGKILL");
 	printf("dump_faults sigkill: produced %llu, reported written %llu, restored %llu, "
 	       "temporary files left by the kill %zu\n",
 	       (unsigned long long)produced, (unsigned long long)written,
@@ -149,7 +120,7 @@ static int sigkill_test(void)
 	blq_free(q);
 	blq_dump_reader_free(rd);
 	du_rmrf(dir);
-	return failures ? 1 : 0;
+	return du_failures ? 1 : 0;
 }
 
 /* ---- redis-server killed and restarted ----------------------------- */
@@ -159,7 +130,7 @@ static tu_gate gate;
 static int parked(void *ctx, void *payload, blq_task *t)
 {
 	tu_gate_pass(&gate);
-	return sink(ctx, payload, t);
+	return du_sink(ctx, payload, t);
 }
 
 static int redis_kill_test(void)
@@ -204,7 +175,7 @@ static int redis_kill_test(void)
 	tu_gate_init(&gate);
 	blq_config c1 = {.name = "source", .capacity = 32, .workers = 1, .worker = parked,
 			 .item_free = free, .dlq = blq_dump_enqueuer(d)};
-	blq_config c2 = {.name = "target", .capacity = 256, .workers = 2, .worker = sink,
+	blq_config c2 = {.name = "target", .capacity = 256, .workers = 2, .worker = du_sink,
 			 .item_free = free};
 	blq *q1 = blq_new(&c1, &err), *q2 = blq_new(&c2, &err);
 	blq_restorer *r[2];
@@ -221,29 +192,29 @@ static int redis_kill_test(void)
 		return 1;
 	}
 	/* About a second of production; the server dies a third of the way. */
-	for (uint64_t i = 0; i < n_items; i++) {
+	for (uint64_t i = 0; i < du_n; i++) {
 		blq_bytes *b = du_item(i, 64);
 		if (blq_enqueue(q1, b) != 0) {
 			free(b);
-			check(false, "enqueue refused");
+			du_check(false, "enqueue refused");
 		}
 		if (i % 50 == 0)
 			tu_sleep_us(2000);
-		if (i == n_items / 3) {
+		if (i == du_n / 3) {
 			du_redis_kill(srv);
 			tu_sleep_us(300000);
 			srv = du_redis_start(port, rdir);
-			check(srv > 0, "redis-server did not restart");
+			du_check(srv > 0, "redis-server did not restart");
 		}
 	}
 	tu_gate_open(&gate);
 	blq_close(q1);
-	check(blq_dump_close(d) == 0, "dump close lost items");
+	du_check(blq_dump_close(d) == 0, "dump close lost items");
 	bool all = TU_WAIT_FOR(({
 				       uint64_t k = 0;
-				       for (uint64_t i = 0; i < n_items; i++)
-					       k += atomic_load(&seen[i]) > 0;
-				       k == n_items;
+				       for (uint64_t i = 0; i < du_n; i++)
+					       k += atomic_load(&du_seen[i]) > 0;
+				       k == du_n;
 			       }),
 			       30000);
 	for (int i = 0; i < 2; i++)
@@ -259,26 +230,26 @@ static int redis_kill_test(void)
 	blq_restorer_stats(r[0], &rs[0]);
 	blq_restorer_stats(r[1], &rs[1]);
 	uint64_t missing = 0, dups = 0;
-	for (uint64_t i = 0; i < n_items; i++) {
-		unsigned k = atomic_load(&seen[i]);
+	for (uint64_t i = 0; i < du_n; i++) {
+		unsigned k = atomic_load(&du_seen[i]);
 		missing += k == 0;
 		dups += k > 1 ? k - 1 : 0;
 	}
-	check(all && missing == 0, "%llu items lost", (unsigned long long)missing);
-	check(ds.refused + ds.dropped == 0 && ds.written == ds.in,
+	du_check(all && missing == 0, "%llu items lost", (unsigned long long)missing);
+	du_check(ds.refused + ds.dropped == 0 && ds.written == ds.in,
 	      "dump: in %llu written %llu refused %llu dropped %llu", (unsigned long long)ds.in,
 	      (unsigned long long)ds.written, (unsigned long long)ds.refused,
 	      (unsigned long long)ds.dropped);
-	check(ds.write_errors > 0, "the kill went unnoticed by the writer");
-	check(tu_balanced(&s1) && tu_balanced(&s2), "a queue's outcomes do not add up");
-	check(s2.in == rs[0].restored + rs[1].restored, "target in %llu != restored",
+	du_check(ds.write_errors > 0, "the kill went unnoticed by the writer");
+	du_check(tu_balanced(&s1) && tu_balanced(&s2), "a queue's outcomes do not add up");
+	du_check(s2.in == rs[0].restored + rs[1].restored, "target in %llu != restored",
 	      (unsigned long long)s2.in);
-	check(s1.processed + s2.processed == n_items + dups, "processed %llu + %llu, dups %llu",
+	du_check(s1.processed + s2.processed == du_n + dups, "processed %llu + %llu, dups %llu",
 	      (unsigned long long)s1.processed, (unsigned long long)s2.processed,
 	      (unsigned long long)dups);
 	printf("dump_faults redis-kill: %llu items, %llu through the dump, %llu write errors, "
 	       "restored %llu + %llu, duplicates %llu, lost %llu\n",
-	       (unsigned long long)n_items, (unsigned long long)ds.in,
+	       (unsigned long long)du_n, (unsigned long long)ds.in,
 	       (unsigned long long)ds.write_errors, (unsigned long long)rs[0].restored,
 	       (unsigned long long)rs[1].restored, (unsigned long long)dups,
 	       (unsigned long long)missing);
@@ -294,22 +265,23 @@ static int redis_kill_test(void)
 		du_redis_kill(srv);
 	du_rmrf(rdir);
 	tu_gate_destroy(&gate);
-	return failures ? 1 : 0;
+	return du_failures ? 1 : 0;
 }
 
 int main(int argc, char **argv)
 {
+	du_prog = "dump_faults";
 	if (argc != 3) {
 		fprintf(stderr, "usage: dump_faults sigkill|redis-kill N\n");
 		return 2;
 	}
-	n_items = strtoull(argv[2], NULL, 10);
-	seen = calloc(n_items, sizeof(*seen));
+	du_n = strtoull(argv[2], NULL, 10);
+	du_seen = calloc(du_n, sizeof(*du_seen));
 	int rc = 2;
 	if (strcmp(argv[1], "sigkill") == 0)
 		rc = sigkill_test();
 	else if (strcmp(argv[1], "redis-kill") == 0)
 		rc = redis_kill_test();
-	free(seen);
+	free(du_seen);
 	return rc;
 }

@@ -17,41 +17,12 @@
 
 #define SKIP 77
 
-static int failures;
-
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ok)
-		return;
-	va_start(ap, fmt);
-	fprintf(stderr, "dump_roundtrip: FAILED: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
-	va_end(ap);
-	failures++;
-}
-
-static _Atomic unsigned *seen;
-static uint64_t n_items;
 static tu_gate gate;
-
-static int sink(void *ctx, void *payload, blq_task *t)
-{
-	uint64_t id = du_id(payload);
-
-	(void)ctx, (void)t;
-	if (id < n_items)
-		atomic_fetch_add(&seen[id], 1);
-	free(payload);
-	return 0;
-}
 
 static int parked(void *ctx, void *payload, blq_task *t)
 {
 	tu_gate_pass(&gate);
-	return sink(ctx, payload, t);
+	return du_sink(ctx, payload, t);
 }
 
 static uint64_t prom_value(const char *text, const char *series)
@@ -63,19 +34,20 @@ static uint64_t prom_value(const char *text, const char *series)
 
 int main(int argc, char **argv)
 {
+	du_prog = "dump_roundtrip";
 	if (argc != 3 || (strcmp(argv[1], "fs") != 0 && strcmp(argv[1], "redis") != 0)) {
 		fprintf(stderr, "usage: dump_roundtrip fs|redis N\n");
 		return 2;
 	}
 	bool redis = strcmp(argv[1], "redis") == 0;
-	n_items = strtoull(argv[2], NULL, 10);
+	du_n = strtoull(argv[2], NULL, 10);
 	char host[256];
 	int port = 0;
 	if (redis && !du_redis_env(host, sizeof(host), &port)) {
 		printf("dump_roundtrip: SKIP: BLQ_TEST_REDIS is not set\n");
 		return SKIP;
 	}
-	seen = calloc(n_items, sizeof(*seen));
+	du_seen = calloc(du_n, sizeof(*du_seen));
 	tu_gate_init(&gate);
 	blq_error err;
 	blq_prom *reg = blq_prom_new(&err);
@@ -111,7 +83,7 @@ int main(int argc, char **argv)
 	blq_dump *d = blq_dump_new(&dc, &err);
 	blq_config c1 = {.name = "source", .capacity = 64, .workers = 1, .worker = parked,
 			 .item_free = free, .dlq = blq_dump_enqueuer(d), .logger = log};
-	blq_config c2 = {.name = "target", .capacity = 256, .workers = 2, .worker = sink,
+	blq_config c2 = {.name = "target", .capacity = 256, .workers = 2, .worker = du_sink,
 			 .item_free = free, .logger = log};
 	blq *q1 = blq_new(&c1, &err), *q2 = blq_new(&c2, &err);
 	if (d == NULL || q1 == NULL || q2 == NULL) {
@@ -133,16 +105,16 @@ int main(int argc, char **argv)
 	}
 
 	uint64_t t0 = tu_now_ns();
-	for (uint64_t i = 0; i < n_items; i++) {
+	for (uint64_t i = 0; i < du_n; i++) {
 		blq_bytes *b = du_item(i, 32);
 		if (blq_enqueue(q1, b) != 0) {
 			free(b);
-			check(false, "enqueue %llu refused", (unsigned long long)i);
+			du_check(false, "enqueue %llu refused", (unsigned long long)i);
 		}
 	}
 	tu_gate_open(&gate);
 	blq_close(q1);
-	check(blq_dump_close(d) == 0, "dump close failed");
+	du_check(blq_dump_close(d) == 0, "dump close failed");
 	struct blq_dump_stats ds;
 	blq_dump_stats(d, &ds);
 	struct blq_restorer_stats rs[2];
@@ -166,47 +138,47 @@ int main(int argc, char **argv)
 	blq_stats(q1, &s1);
 	blq_stats(q2, &s2);
 	uint64_t once = 0, never = 0, twice = 0;
-	for (uint64_t i = 0; i < n_items; i++) {
-		unsigned k = atomic_load(&seen[i]);
+	for (uint64_t i = 0; i < du_n; i++) {
+		unsigned k = atomic_load(&du_seen[i]);
 		once += k == 1;
 		never += k == 0;
 		twice += k > 1;
 	}
-	check(once == n_items, "%llu items never processed, %llu more than once",
+	du_check(once == du_n, "%llu items never processed, %llu more than once",
 	      (unsigned long long)never, (unsigned long long)twice);
-	check(s1.in == n_items && s1.lost == 0, "source: in %llu lost %llu",
+	du_check(s1.in == du_n && s1.lost == 0, "source: in %llu lost %llu",
 	      (unsigned long long)s1.in, (unsigned long long)s1.lost);
-	check(tu_balanced(&s1) && tu_balanced(&s2), "a queue's outcomes do not add up");
-	check(ds.in == s1.leaked, "dump in %llu != source leaked %llu", (unsigned long long)ds.in,
+	du_check(tu_balanced(&s1) && tu_balanced(&s2), "a queue's outcomes do not add up");
+	du_check(ds.in == s1.leaked, "dump in %llu != source leaked %llu", (unsigned long long)ds.in,
 	      (unsigned long long)s1.leaked);
-	check(ds.written == ds.in && ds.refused + ds.dropped + ds.buffered == 0,
+	du_check(ds.written == ds.in && ds.refused + ds.dropped + ds.buffered == 0,
 	      "dump: in %llu written %llu refused %llu dropped %llu", (unsigned long long)ds.in,
 	      (unsigned long long)ds.written, (unsigned long long)ds.refused,
 	      (unsigned long long)ds.dropped);
-	check(restored == ds.written && s2.in == restored, "restored %llu, target in %llu",
+	du_check(restored == ds.written && s2.in == restored, "restored %llu, target in %llu",
 	      (unsigned long long)restored, (unsigned long long)s2.in);
-	check(s1.processed + s2.processed == n_items, "processed %llu + %llu",
+	du_check(s1.processed + s2.processed == du_n, "processed %llu + %llu",
 	      (unsigned long long)s1.processed, (unsigned long long)s2.processed);
-	check(rs[0].restored > 0 && rs[1].restored > 0, "both restorers took part (%llu, %llu)",
+	du_check(rs[0].restored > 0 && rs[1].restored > 0, "both restorers took part (%llu, %llu)",
 	      (unsigned long long)rs[0].restored, (unsigned long long)rs[1].restored);
 	if (!redis)
-		check(du_count(dir, "*.bin") == 0, "files left after restoring");
+		du_check(du_count(dir, "*.bin") == 0, "files left after restoring");
 	/* Nothing waits in the dump any more. */
 	void *left = NULL;
 	int more = rd[0]->next(rd[0], &left, &err);
-	check(more == 0, "the dump still holds something (%d: %s)", more, err.msg);
+	du_check(more == 0, "the dump still holds something (%d: %s)", more, err.msg);
 	if (more == 1)
 		rd[0]->release(rd[0], left);
 
 	static char text[1 << 16];
 	blq_prom_render(reg, text, sizeof(text));
-	check(prom_value(text, "dlqdump_size_in_total{queue=\"rt\"} ") == ds.in &&
+	du_check(prom_value(text, "dlqdump_size_in_total{queue=\"rt\"} ") == ds.in &&
 		      prom_value(text, "dlqdump_size_out_total{queue=\"rt\"} ") == restored &&
 		      prom_value(text, "dlqdump_lost_total{queue=\"rt\"} ") == 0,
 	      "Prometheus counters disagree:\n%s", text);
 	printf("dump_roundtrip %s: %llu items, %llu leaked into %llu batches, restored %llu + %llu "
 	       "(%llu dumps), processed %llu + %llu, %.2f s\n",
-	       argv[1], (unsigned long long)n_items, (unsigned long long)ds.in,
+	       argv[1], (unsigned long long)du_n, (unsigned long long)ds.in,
 	       (unsigned long long)ds.flushes, (unsigned long long)rs[0].restored,
 	       (unsigned long long)rs[1].restored, (unsigned long long)(rs[0].dumps + rs[1].dumps),
 	       (unsigned long long)s1.processed, (unsigned long long)s2.processed, secs);
@@ -221,7 +193,7 @@ int main(int argc, char **argv)
 	blq_dump_writer_free(w);
 	blq_prom_free(reg);
 	du_rmrf(dir);
-	free(seen);
+	free(du_seen);
 	tu_gate_destroy(&gate);
-	return failures ? 1 : 0;
+	return du_failures ? 1 : 0;
 }

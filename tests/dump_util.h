@@ -7,6 +7,7 @@
 #define BLQ_TEST_DUMP_UTIL_H
 
 #include <dirent.h>
+#include <stdarg.h>
 #include <errno.h>
 #include <ftw.h>
 #include <glob.h>
@@ -177,6 +178,38 @@ static inline void du_redis_kill(pid_t pid)
 {
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
+}
+
+/* For the test programs: checks that count failures instead of stopping,
+ * and a worker that counts each id it processes (ids below du_n). */
+static int du_failures;
+static const char *du_prog = "test";
+static _Atomic unsigned *du_seen;
+static uint64_t du_n;
+
+static inline __attribute__((format(printf, 2, 3))) void du_check(bool ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ok)
+		return;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: FAILED: ", du_prog);
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	du_failures++;
+}
+
+static inline int du_sink(void *ctx, void *payload, blq_task *t)
+{
+	uint64_t id = du_id(payload);
+
+	(void)ctx, (void)t;
+	if (id < du_n)
+		atomic_fetch_add(&du_seen[id], 1);
+	free(payload);
+	return 0;
 }
 
 #endif
