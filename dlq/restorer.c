@@ -341,6 +341,8 @@ int blq_restorer_stats(blq_restorer *r, struct blq_restorer_stats *out)
 {
 	if (r == NULL || out == NULL)
 		return BLQ_EINVAL;
+	_Static_assert(sizeof(struct blq_restorer_stats) % sizeof(uint64_t) == 0,
+		       "blq_restorer_stats: only uint64_t fields");
 	uint64_t *dst = (uint64_t *)out;
 	const uint64_t *src = (const uint64_t *)&r->st;
 	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
