@@ -27,6 +27,12 @@ static char *dir;
 static blq_dump_reader *rd;
 static char file[256], qdir[256];
 
+static void cleanup(void)
+{
+	blq_dump_reader_free(rd);
+	du_rmrf(dir);
+}
+
 static void setup(void)
 {
 	blq_error err;
@@ -42,6 +48,7 @@ static void setup(void)
 	}
 	snprintf(file, sizeof(file), "%s/input.bin", dir);
 	snprintf(qdir, sizeof(qdir), "%s/quarantine", dir);
+	atexit(cleanup);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
