@@ -28,6 +28,7 @@
 
 #include "baseline.h"
 #include "bench_blq.h"
+#include "bench_dump.h"
 
 /* ---- allocation counter: interposes the allocator for the whole process */
 
@@ -427,7 +428,8 @@ static int w1_prom(size_t items, unsigned rounds)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: blq-bench [--compare] [--rounds N] [--items N] [WORKLOAD...]\n"
+		"usage: blq-bench [--compare] [--rounds N] [--items N] [--redis HOST:PORT]\n"
+		"                 [WORKLOAD...]\n"
 		"\n"
 		"Workloads (default: all):\n"
 		"  W1   tiny tasks: 2 producers, 2,000,000 items, capacity 1024,\n"
@@ -447,13 +449,19 @@ static void usage(FILE *f)
 		"  W1-QOS   W1 through a QoS queue (3 WRR sub-queues of 320, egress 64,\n"
 		"       1 egress thread, uniform evaluator), paired with plain W1 likewise\n"
 		"  IDLE-QOS  CPU of that QoS queue at rest over 5 s, after a burst\n"
+		"  DUMP-FS  dlqdump to files: 400,000 x 64 B and 50,000 x 1 KiB items\n"
+		"       through a dump with 1 MiB batches, until fsync'd (mb_per_s=)\n"
+		"  DUMP-REDIS  the same to a Redis stream (200,000 x 64 B, 50,000 x\n"
+		"       1 KiB; needs --redis), beside redis-benchmark -t lpush with the\n"
+		"       same count and size on the same server (blq_ratio=)\n"
 		"\n"
 		"Options:\n"
 		"  --compare   also run the other systems round-robin with blq and print\n"
 		"              blq_ratio (blq ns/item divided by the other system's):\n"
 		"              W1, W3: GLib GThreadPool, a mutex+condvar pool, a raw ck_ring\n"
 		"  --rounds N  rounds per system; lines give the median (default 5)\n"
-		"  --items N   override the item count of W1, W2 and W3\n"
+		"  --items N   override the item count of W1, W2, W3 and the DUMP ones\n"
+		"  --redis HOST:PORT  the server for DUMP-REDIS (run only when given)\n"
 		"  --help      this text\n"
 		"\n"
 		"Output: BENCH <workload> <system> ns_per_item=.. items_per_s=..\n"
@@ -470,11 +478,15 @@ int main(int argc, char **argv)
 		{"rounds", required_argument, NULL, 'r'},
 		{"items", required_argument, NULL, 'i'},
 		{"help", no_argument, NULL, 'h'},
+		{"redis", required_argument, NULL, 'R'},
 		{NULL, 0, NULL, 0},
 	};
-	static const char *const names[] = {"W1",      "W2",	 "W3",	   "W4",      "IDLE-BALANCED",
-					    "W1-PROM", "W1-QOS", "IDLE-QOS", "RETRY"};
-	enum { W1, W2, W3, W4, IDLE, W1PROM, W1QOS, IDLEQOS, RETRY, NWL };
+	static const char *const names[] = {"W1",	"W2",	  "W3",	      "W4",
+					    "IDLE-BALANCED", "W1-PROM", "W1-QOS", "IDLE-QOS",
+					    "RETRY",	"DUMP-FS", "DUMP-REDIS"};
+	enum { W1, W2, W3, W4, IDLE, W1PROM, W1QOS, IDLEQOS, RETRY, DUMPFS, DUMPREDIS, NWL };
+	char redis_host[256] = "";
+	int redis_port = 0;
 	bool compare = false, want[NWL] = {false};
 	unsigned rounds = 5;
 	size_t items = 0;
@@ -503,6 +515,19 @@ int main(int argc, char **argv)
 			}
 			items -= items % 2;
 			break;
+		case 'R': {
+			const char *colon = strrchr(optarg, ':');
+			redis_port = colon ? atoi(colon + 1) : 0;
+			if (colon == NULL || colon == optarg || redis_port <= 0 ||
+			    (size_t)(colon - optarg) >= sizeof(redis_host)) {
+				fprintf(stderr, "blq-bench: --redis: want HOST:PORT, got '%s'\n",
+					optarg);
+				return 2;
+			}
+			snprintf(redis_host, sizeof(redis_host), "%.*s", (int)(colon - optarg),
+				 optarg);
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -584,6 +609,12 @@ int main(int argc, char **argv)
 	if (want[IDLEQOS] && idle_qos() != 0)
 		return 1;
 	if (want[RETRY] && retry_workload(items, rounds) != 0)
+		return 1;
+	/* Dumps write 20..50 MB a round: at most 3 rounds. */
+	if (want[DUMPFS] && bench_dump_fs(items, rounds < 3 ? rounds : 3) != 0)
+		return 1;
+	if (want[DUMPREDIS] && redis_port > 0 &&
+	    bench_dump_redis(redis_host, redis_port, items, rounds < 3 ? rounds : 3) != 0)
 		return 1;
 	return 0;
 }

@@ -16,3 +16,17 @@ qos=$("$bench" --rounds 1 --items 4000 W1-QOS) || { echo "blq-bench W1-QOS faile
 echo "$qos"
 echo "$qos" | grep -Eq "^BENCH W1-QOS blq ns_per_item=[0-9.]+ items_per_s=[0-9]+ allocs_per_item=0 .*w1_ratio=[0-9.]+" ||
 	{ echo "no W1-QOS line (or it allocated per item)"; exit 1; }
+# The dump workloads (Redis when scripts/test.sh provides a server).
+redis=${BLQ_TEST_REDIS:+--redis $BLQ_TEST_REDIS}
+out=$("$bench" --rounds 1 --items 2000 $redis DUMP-FS DUMP-REDIS) || { echo "blq-bench DUMP failed"; exit 1; }
+echo "$out"
+for sz in 64 1024; do
+	echo "$out" | grep -Eq "^BENCH DUMP-FS blq ns_per_item=[0-9.]+ items_per_s=[0-9]+ allocs_per_item=[0-9.e-]+ item_bytes=$sz mb_per_s=[0-9.]+" ||
+		{ echo "no DUMP-FS line for $sz bytes"; exit 1; }
+	if [ -n "$redis" ]; then
+		for s in blq redis-benchmark; do
+			echo "$out" | grep -Eq "^BENCH DUMP-REDIS $s ns_per_item=[0-9.]+ items_per_s=[0-9]+ .*item_bytes=$sz mb_per_s=" ||
+				{ echo "no DUMP-REDIS line for $s, $sz bytes"; exit 1; }
+		done
+	fi
+done

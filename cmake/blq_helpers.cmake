@@ -15,8 +15,14 @@ function(blq_sanitize target)
   elseif(BLQ_SANITIZE STREQUAL "thread")
     target_compile_options(${target} PRIVATE -fsanitize=thread -fno-omit-frame-pointer)
     target_link_options(${target} PUBLIC -fsanitize=thread)
+  elseif(BLQ_SANITIZE STREQUAL "fuzzer")
+    # libFuzzer (clang only): coverage for the library, ASan everywhere;
+    # the fuzz target itself links -fsanitize=fuzzer (tests/CMakeLists.txt).
+    target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link,address
+      -fno-omit-frame-pointer)
+    target_link_options(${target} PUBLIC -fsanitize=address)
   elseif(NOT BLQ_SANITIZE STREQUAL "")
-    message(FATAL_ERROR "BLQ_SANITIZE: must be empty, 'address' or 'thread', got '${BLQ_SANITIZE}'")
+    message(FATAL_ERROR "BLQ_SANITIZE: must be empty, 'address', 'thread' or 'fuzzer' (clang), got '${BLQ_SANITIZE}'")
   endif()
 endfunction()
 

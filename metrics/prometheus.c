@@ -83,9 +83,21 @@ typedef struct series {
 	subq_series *subq[BLQ_QOS_SUBQS_MAX];
 } series;
 
+/* A dump's (and its restorer's) counters: low-rate events, one cell. */
+enum { D_SIZE_IN, D_SIZE_OUT, D_BYTES_IN, D_BYTES_OUT, D_FLUSH_SIZE, D_FLUSH_INTERVAL,
+       D_FLUSH_CLOSE, D_LOST, D_QUARANTINED, NDUMP };
+
+typedef struct dump_series {
+	blq_dump_metrics m; /* m.ctx points here */
+	char name[NAME_MAX_LEN + 1];
+	struct dump_series *next;
+	_Atomic uint64_t c[NDUMP];
+} dump_series;
+
 struct blq_prom {
 	pthread_mutex_t mu;
 	series *head;
+	dump_series *dumps;
 };
 
 static _Thread_local char tls_anchor;
@@ -250,6 +262,10 @@ void blq_prom_free(blq_prom *r)
 		pthread_mutex_destroy(&s->subq_mu);
 		free(s);
 	}
+	for (dump_series *s = r->dumps, *n; s != NULL; s = n) {
+		n = s->next;
+		free(s);
+	}
 	pthread_mutex_destroy(&r->mu);
 	free(r);
 }
@@ -329,6 +345,87 @@ int blq_prom_watch(blq_prom *r, blq *q)
 int blq_prom_unwatch(blq_prom *r, blq *q)
 {
 	return set_watch(r, q, NULL);
+}
+
+/* ---- dlqdump series ------------------------------------------------ */
+
+static void dump_add(void *ctx, int counter, uint64_t n)
+{
+	atomic_fetch_add_explicit(&((dump_series *)ctx)->c[counter], n, memory_order_relaxed);
+}
+
+static void on_dump_in(void *ctx, const char *name, size_t bytes)
+{
+	(void)name;
+	dump_add(ctx, D_SIZE_IN, 1);
+	dump_add(ctx, D_BYTES_IN, bytes);
+}
+
+static void on_dump_flush(void *ctx, const char *name, enum blq_dump_flush_reason reason,
+			  size_t bytes)
+{
+	(void)name;
+	dump_add(ctx,
+		 reason == BLQ_DUMP_FLUSH_SIZE	    ? D_FLUSH_SIZE
+		 : reason == BLQ_DUMP_FLUSH_INTERVAL ? D_FLUSH_INTERVAL
+						     : D_FLUSH_CLOSE,
+		 bytes);
+}
+
+static void on_dump_out(void *ctx, const char *name, size_t bytes)
+{
+	(void)name;
+	dump_add(ctx, D_SIZE_OUT, 1);
+	dump_add(ctx, D_BYTES_OUT, bytes);
+}
+
+static void on_dump_lost(void *ctx, const char *name, uint64_t n)
+{
+	(void)name;
+	dump_add(ctx, D_LOST, n);
+}
+
+static void on_dump_quarantined(void *ctx, const char *name, uint64_t n)
+{
+	(void)name;
+	dump_add(ctx, D_QUARANTINED, n);
+}
+
+const blq_dump_metrics *blq_prom_dump_writer(blq_prom *r, const char *name, blq_error *err)
+{
+	if (r == NULL || name == NULL || name[0] == '\0' || strlen(name) > NAME_MAX_LEN) {
+		blq__error_set(err, BLQ_EINVAL, "prometheus: name: must be 1..%d bytes",
+			       NAME_MAX_LEN);
+		return NULL;
+	}
+	dump_series *s = calloc(1, sizeof(*s));
+	if (s == NULL) {
+		blq__error_set(err, BLQ_ENOMEM, "prometheus: out of memory");
+		return NULL;
+	}
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	s->m = (blq_dump_metrics){
+		.ctx = s,
+		.dump_in = on_dump_in,
+		.flush = on_dump_flush,
+		.restore_out = on_dump_out,
+		.lost = on_dump_lost,
+		.quarantined = on_dump_quarantined,
+	};
+	pthread_mutex_lock(&r->mu);
+	dump_series **tail = &r->dumps;
+	for (; *tail != NULL; tail = &(*tail)->next) {
+		if (strcmp((*tail)->name, name) == 0) {
+			pthread_mutex_unlock(&r->mu);
+			free(s);
+			blq__error_set(err, BLQ_EINVAL,
+				       "prometheus: dump \"%s\": already has a writer", name);
+			return NULL;
+		}
+	}
+	*tail = s;
+	pthread_mutex_unlock(&r->mu);
+	return &s->m;
 }
 
 /* ---- rendering ---------------------------------------------------- */
@@ -517,6 +614,47 @@ static void gauge_families(out *o, const blq_prom *r)
 	}
 }
 
+static void dump_families(out *o, const blq_prom *r)
+{
+	static const struct {
+		const char *name, *help;
+		int counter;
+	} f[] = {
+		{"dlqdump_size_in_total", "Items encoded into the dump.", D_SIZE_IN},
+		{"dlqdump_size_out_total", "Items restored from the dump into a queue.", D_SIZE_OUT},
+		{"dlqdump_bytes_in_total", "Encoded bytes put into the dump.", D_BYTES_IN},
+		{"dlqdump_bytes_out_total", "Encoded bytes restored from the dump.", D_BYTES_OUT},
+		{"dlqdump_lost_total", "Items lost: refused or dropped while writes failed, or "
+				       "undecodable without a dead store.", D_LOST},
+		{"dlqdump_quarantined_total", "Damaged dumps or entries moved aside.",
+		 D_QUARANTINED},
+	};
+	static const char *const reasons[] = {"size", "interval", "close"};
+	char lbl[NAME_MAX_LEN * 2 + 1];
+
+	if (r->dumps == NULL)
+		return;
+	for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++) {
+		emit(o, "# HELP %s %s\n# TYPE %s counter\n", f[k].name, f[k].help, f[k].name);
+		for (const dump_series *s = r->dumps; s != NULL; s = s->next) {
+			escape(lbl, sizeof(lbl), s->name);
+			emit(o, "%s{queue=\"%s\"} %llu\n", f[k].name, lbl,
+			     (unsigned long long)atomic_load_explicit(&s->c[f[k].counter],
+								      memory_order_relaxed));
+		}
+	}
+	emit(o, "# HELP dlqdump_bytes_flush_total Batch bytes persisted, by the reason of the "
+		"flush.\n# TYPE dlqdump_bytes_flush_total counter\n");
+	for (const dump_series *s = r->dumps; s != NULL; s = s->next) {
+		escape(lbl, sizeof(lbl), s->name);
+		for (int k = 0; k < 3; k++)
+			emit(o, "dlqdump_bytes_flush_total{queue=\"%s\",reason=\"%s\"} %llu\n", lbl,
+			     reasons[k],
+			     (unsigned long long)atomic_load_explicit(&s->c[D_FLUSH_SIZE + k],
+								      memory_order_relaxed));
+	}
+}
+
 int blq_prom_render(blq_prom *r, char *buf, size_t len)
 {
 	out o = {buf, len, 0};
@@ -550,6 +688,7 @@ int blq_prom_render(blq_prom *r, char *buf, size_t len)
 		    "Items that left a QoS sub-queue for the DLQ (leaks, force close) or were lost.",
 		    S_LEAK);
 	subq_size_family(&o, r);
+	dump_families(&o, r);
 	pthread_mutex_unlock(&r->mu);
 	if (len > 0 && o.n >= len)
 		buf[len - 1] = '\0';

@@ -26,6 +26,10 @@ int main(void)
 	struct blq_stats s;
 	blq_stats(q, &s);
 	blq_free(q);
+	/* dlqdump's Redis writer links hiredis in (port 1: refused at once). */
+	blq_dump_redis_config rc = {.port = 1, .key = "k"};
+	if (blq_dump_redis_writer_new(&rc, &err) != NULL ||
+	    (err.code != BLQ_EINVAL && err.code != BLQ_ENOTSUP)) return 1;
 	return s.processed == 100 ? 0 : 1;
 }
 C

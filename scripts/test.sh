@@ -4,8 +4,15 @@
 # test through ctest in each, checks the installed package (CMake config and
 # pkg-config), and ends with one line: "N passed, N failed".
 #
+# It also starts a private redis-server on a free loopback port (no
+# persistence) for the dlqdump Redis tests, exported to them as
+# BLQ_TEST_REDIS=127.0.0.1:PORT (with it set, those tests fail rather than
+# skip when the server does not answer), stopped at exit; and runs the fs
+# reader's libFuzzer target for a few seconds (clang).
+#
 # Environment: BLQ_TEST_BUILDS="plain address thread" picks the builds;
-# BLQ_TEST_JOBS sets the build parallelism (default: nproc).
+# BLQ_TEST_JOBS sets the build parallelism (default: nproc);
+# BLQ_TEST_FUZZ_SECONDS the fuzzing time (default 10; 0 skips it).
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,9 +23,12 @@ builds=${BLQ_TEST_BUILDS:-"plain address thread"}
 log() { printf '== %s\n' "$*"; }
 
 # --- dependencies -----------------------------------------------------------
-# prometheus: promtool; python3-prometheus-client: the exposition parser.
+# prometheus: promtool; python3-prometheus-client: the exposition parser;
+# libhiredis-dev, redis-server: dlqdump's Redis parts and their tests
+# (redis-benchmark for blq-bench); clang, libclang-rt-14-dev: libFuzzer.
 packages=(build-essential cmake pkg-config libck-dev libcriterion-dev libglib2.0-dev
-	prometheus python3-prometheus-client)
+	prometheus python3-prometheus-client libhiredis-dev redis-server clang
+	libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -38,6 +48,32 @@ fi
 mkdir -p build
 passed=0
 failed=0
+
+# --- a private redis-server for the dlqdump tests --------------------------
+redis_dir=$(mktemp -d /tmp/blq-test-redis.XXXXXX)
+redis_pid=""
+stop_redis() {
+	if [ -n "$redis_pid" ]; then
+		kill "$redis_pid" 2>/dev/null
+		wait "$redis_pid" 2>/dev/null
+	fi
+	rm -rf "$redis_dir"
+}
+trap stop_redis EXIT
+redis_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$redis_dir" --save '' \
+	--appendonly no --logfile "$redis_dir/redis.log" &
+redis_pid=$!
+for _ in $(seq 50); do
+	redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break
+	sleep 0.1
+done
+if ! redis-cli -p "$redis_port" ping >/dev/null 2>&1; then
+	echo "scripts/test.sh: redis-server did not start on port $redis_port" >&2
+	failed=$((failed + 1))
+fi
+export BLQ_TEST_REDIS=127.0.0.1:$redis_port
+log "redis-server for the tests: $BLQ_TEST_REDIS"
 
 # Runs ctest in a build directory and adds its counts to the totals.
 run_ctest() {
@@ -65,7 +101,7 @@ for b in $builds; do
 	esac
 	log "configure and build: ${b}"
 	mkdir -p "$dir"
-	if ! cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBLQ_SANITIZE="$san" \
+	if ! cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBLQ_SANITIZE="$san" -DBLQ_WITH_REDIS=ON \
 		-DBLQ_BUILD_TESTS=ON >"$dir.configure.log" 2>&1; then
 		tail -n 40 "$dir.configure.log"
 		echo "scripts/test.sh: configuring '$b' failed" >&2
@@ -82,6 +118,32 @@ for b in $builds; do
 	# Sanitizer options (any report fails the test) are set per test by CMake.
 	run_ctest "$dir"
 done
+
+# --- the fs reader under libFuzzer (clang) --------------------------------
+fuzz_seconds=${BLQ_TEST_FUZZ_SECONDS:-10}
+if [ "$fuzz_seconds" -gt 0 ]; then
+	log "fuzz: the fs reader for ${fuzz_seconds} s"
+	dir=build/test-fuzz
+	if CC=clang cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBLQ_SANITIZE=fuzzer \
+		-DBLQ_BUILD_TESTS=ON -DBLQ_BUILD_BENCH=OFF -DBLQ_BUILD_EXAMPLES=OFF \
+		>"$dir.configure.log" 2>&1 &&
+		cmake --build "$dir" -j "$jobs" --target dump_fs_reader_fuzz >"$dir.build.log" 2>&1; then
+		rm -rf "$dir/corpus" && mkdir -p "$dir/corpus"
+		if "$dir/tests/dump_fs_reader_fuzz" -max_total_time="$fuzz_seconds" -artifact_prefix="$dir/" \
+			"$dir/corpus" tests/fuzz/corpus/dump_fs_reader >"$dir.run.log" 2>&1; then
+			passed=$((passed + 1))
+			echo "fuzz: ok ($(grep -o 'Done [0-9]* runs' "$dir.run.log"))"
+		else
+			failed=$((failed + 1))
+			tail -n 40 "$dir.run.log"
+			echo "fuzz: FAILED (crash input in $dir)"
+		fi
+	else
+		failed=$((failed + 1))
+		tail -n 30 "$dir.configure.log" "$dir.build.log" 2>/dev/null
+		echo "fuzz: build FAILED"
+	fi
+fi
 
 # --- the installed package works for a consumer ---------------------------
 log "install and consume (find_package and pkg-config)"

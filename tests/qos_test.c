@@ -107,9 +107,9 @@ static wctx *wctx_new(bool gate_open)
 	return w;
 }
 
-static blq_enqueuer rec_dlq(rec *r)
+static blq_enqueuer rec_dlq(tu_rec *r)
 {
-	blq_enqueuer e = {.enqueue = rec_enqueue, .self = r};
+	blq_enqueuer e = {.enqueue = tu_rec_enqueue, .self = r};
 
 	return e;
 }
@@ -418,7 +418,7 @@ Test(qos, wrr_proportions)
 Test(qos, leak_rear_per_subq)
 {
 	wctx *w = wctx_new(false);
-	rec *r = rec_new();
+	tu_rec *r = tu_rec_new();
 	counts n = {0};
 	blq_metrics_writer mw = {.ctx = &n, .subq_put = on_put, .subq_pull = on_pull, .subq_leak = on_leak};
 	blq_qos_config qc = sq3(BLQ_QOS_PQ, 2, 1);
@@ -495,7 +495,7 @@ Test(qos, a_delayed_item_enters_its_subq_when_due)
 Test(qos, leak_front_per_subq)
 {
 	wctx *w = wctx_new(false);
-	rec *r = rec_new();
+	tu_rec *r = tu_rec_new();
 	blq_qos_config qc = sq3(BLQ_QOS_PQ, 2, 1);
 	blq_config c = cfg_for(w, &qc);
 	c.dlq = rec_dlq(r);
@@ -591,7 +591,7 @@ Test(qos, force_close_sweeps_subqs_to_the_dlq)
 {
 	wctx *w = wctx_new(true);
 	w->wait_cancel = true;
-	rec *r = rec_new();
+	tu_rec *r = tu_rec_new();
 	blq_qos_config qc = sq3(BLQ_QOS_RR, 8, 2);
 	qc.egress.workers = 2;
 	blq_config c = cfg_for(w, &qc);

@@ -181,11 +181,11 @@ Test(queue, blocked_producer_wakes_with_closed)
 	blq_free(q);
 }
 
-static blq *parked_leaky_queue(wctx *w, rec *r, enum blq_leak_dir dir)
+static blq *parked_leaky_queue(wctx *w, tu_rec *r, enum blq_leak_dir dir)
 {
 	blq_config c = cfg_for(w, 2, 1);
 
-	c.dlq.enqueue = rec_enqueue;
+	c.dlq.enqueue = tu_rec_enqueue;
 	c.dlq.self = r;
 	c.leak_direction = dir;
 	blq *q = must_new(&c);
@@ -199,7 +199,7 @@ static blq *parked_leaky_queue(wctx *w, rec *r, enum blq_leak_dir dir)
 Test(queue, rear_leak_sends_the_new_items)
 {
 	wctx *w = wctx_new(true);
-	rec *r = rec_new();
+	tu_rec *r = tu_rec_new();
 	blq *q = parked_leaky_queue(w, r, BLQ_LEAK_REAR);
 
 	cr_assert_eq(r->n, 3);
@@ -222,7 +222,7 @@ Test(queue, rear_leak_sends_the_new_items)
 Test(queue, front_leak_sends_the_oldest_items)
 {
 	wctx *w = wctx_new(true);
-	rec *r = rec_new();
+	tu_rec *r = tu_rec_new();
 	blq *q = parked_leaky_queue(w, r, BLQ_LEAK_FRONT);
 
 	cr_assert_eq(r->n, 3);
@@ -244,7 +244,7 @@ Test(queue, front_leak_sends_the_oldest_items)
 Test(queue, refused_leak_is_counted_lost_and_freed)
 {
 	wctx *w = wctx_new(true);
-	rec *r = rec_new();
+	tu_rec *r = tu_rec_new();
 	r->refuse = true;
 	blq *q = parked_leaky_queue(w, r, BLQ_LEAK_REAR);
 
@@ -311,9 +311,9 @@ Test(queue, failures_are_freed_or_sent_to_dlq)
 	/* fail_to_dlq: the failed ones go to the DLQ instead. */
 	wctx *w2 = wctx_new(false);
 	w2->fail_odd = true;
-	rec *r = rec_new();
+	tu_rec *r = tu_rec_new();
 	c = cfg_for(w2, 128, 2);
-	c.dlq.enqueue = rec_enqueue;
+	c.dlq.enqueue = tu_rec_enqueue;
 	c.dlq.self = r;
 	c.fail_to_dlq = true;
 	q = must_new(&c);
@@ -323,7 +323,7 @@ Test(queue, failures_are_freed_or_sent_to_dlq)
 	blq_stats(q, &s);
 	cr_expect_eq(s.failed, 0);
 	cr_expect_eq(s.leaked_failed, 50);
-	cr_expect_eq(rec_count(r), 50);
+	cr_expect_eq(tu_rec_count(r), 50);
 	for (size_t i = 0; i < r->n; i++)
 		cr_expect_eq(r->ids[i] % 2, 1);
 	cr_expect(tu_balanced(&s));
@@ -406,9 +406,9 @@ Test(queue, force_close_hands_the_rest_to_the_dlq)
 {
 	wctx *w = wctx_new(false);
 	w->wait_cancel = true;
-	rec *r = rec_new();
+	tu_rec *r = tu_rec_new();
 	blq_config c = cfg_for(w, 10, 1);
-	c.dlq.enqueue = rec_enqueue;
+	c.dlq.enqueue = tu_rec_enqueue;
 	c.dlq.self = r;
 	blq *q = must_new(&c);
 
@@ -420,7 +420,7 @@ Test(queue, force_close_hands_the_rest_to_the_dlq)
 	blq_stats(q, &s);
 	cr_expect_eq(s.failed, 1);
 	cr_expect_eq(s.leaked_closed, 7);
-	cr_expect_eq(rec_count(r), 7);
+	cr_expect_eq(tu_rec_count(r), 7);
 	for (size_t i = 0; i < r->n; i++)
 		cr_expect_eq(r->ids[i], i + 1, "DLQ order");
 	cr_expect(tu_balanced(&s));
@@ -515,12 +515,12 @@ Test(queue, deadline_expires_or_goes_to_dlq)
 {
 	for (int to_dlq = 0; to_dlq <= 1; to_dlq++) {
 		wctx *w = wctx_new(true);
-		rec *r = rec_new();
+		tu_rec *r = tu_rec_new();
 		blq_config c = cfg_for(w, 10, 1);
 		c.clock.now_ns = fake_now;
 		c.deadline_interval_ns = 100;
 		if (to_dlq) {
-			c.dlq.enqueue = rec_enqueue;
+			c.dlq.enqueue = tu_rec_enqueue;
 			c.dlq.self = r;
 			c.deadline_to_dlq = true;
 		}
@@ -541,7 +541,7 @@ Test(queue, deadline_expires_or_goes_to_dlq)
 		cr_expect_eq(s.processed, 2, "item 0 and the job");
 		cr_expect_eq(w->order[1], 4);
 		cr_expect_eq(to_dlq ? s.leaked_deadline : s.expired, 3);
-		cr_expect_eq(rec_count(r), to_dlq ? 3 : 0);
+		cr_expect_eq(tu_rec_count(r), to_dlq ? 3 : 0);
 		cr_expect(tu_balanced(&s));
 		blq_free(q);
 	}
@@ -622,10 +622,10 @@ Test(queue, metrics_writer_sees_each_event)
 				 .queue_leak = m_leak, .queue_exec = m_exec,
 				 .worker_init = m_init, .worker_stop = m_stop};
 	wctx *w = wctx_new(true);
-	rec *r = rec_new();
+	tu_rec *r = tu_rec_new();
 	blq_config c = cfg_for(w, 2, 1);
 	c.metrics = &mw;
-	c.dlq.enqueue = rec_enqueue;
+	c.dlq.enqueue = tu_rec_enqueue;
 	c.dlq.self = r;
 	blq *q = must_new(&c);
 

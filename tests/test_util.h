@@ -123,16 +123,16 @@ static inline void tu_gate_destroy(tu_gate *g)
 }
 
 /* A DLQ that records the ids it receives (and owns their payloads). */
-typedef struct rec {
+typedef struct tu_rec {
 	pthread_mutex_t mu;
 	uint64_t ids[4096];
 	size_t n;
 	bool refuse;
-} rec;
+} tu_rec;
 
-static inline int rec_enqueue(void *self, void *payload)
+static inline int tu_rec_enqueue(void *self, void *payload)
 {
-	rec *r = self;
+	tu_rec *r = self;
 	tu_item *it = payload;
 
 	if (r->refuse)
@@ -145,15 +145,15 @@ static inline int rec_enqueue(void *self, void *payload)
 	return 0;
 }
 
-static inline rec *rec_new(void)
+static inline tu_rec *tu_rec_new(void)
 {
-	rec *r = calloc(1, sizeof(*r));
+	tu_rec *r = calloc(1, sizeof(*r));
 
 	pthread_mutex_init(&r->mu, NULL);
 	return r;
 }
 
-static inline size_t rec_count(rec *r)
+static inline size_t tu_rec_count(tu_rec *r)
 {
 	pthread_mutex_lock(&r->mu);
 	size_t n = r->n;

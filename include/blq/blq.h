@@ -9,6 +9,7 @@
 #include <blq/qos.h>
 #include <blq/schedule.h>
 #include <blq/dlq.h>
+#include <blq/dlqdump.h>
 #include <blq/workers.h>
 #include <blq/prometheus.h>
 

@@ -22,7 +22,8 @@ extern "C" {
 	XX(ETHREAD, -6, "cannot start a thread")                            \
 	XX(ENOTSUP, -7, "not supported yet")                                \
 	XX(EDEADLK, -8, "would wait for the calling thread itself")         \
-	XX(EREFUSED, -9, "refused by the receiver")
+	XX(EREFUSED, -9, "refused by the receiver")                         \
+	XX(EIO, -10, "input/output error")
 
 enum blq_errno {
 	BLQ_OK = 0,

@@ -15,6 +15,11 @@
  *              queue_subq_leak_total and (watched queues) the gauge
  *              queue_subq_size, each with subq="<name>" (the size also
  *              for subq="egress")
+ *   dlqdump    dlqdump_size_in_total, dlqdump_size_out_total,
+ *              dlqdump_bytes_in_total, dlqdump_bytes_out_total,
+ *              dlqdump_bytes_flush_total{reason="size"|"interval"|"close"},
+ *              dlqdump_lost_total, dlqdump_quarantined_total (counters, for
+ *              each blq_prom_dump_writer; label queue="<dump name>")
  *
  * Hot-path updates take no lock: each queue's counters are spread over
  * per-thread cells (atomic adds on lines other threads rarely touch), and
@@ -25,6 +30,7 @@
 
 #include <stddef.h>
 
+#include <blq/dlqdump.h>
 #include <blq/error.h>
 #include <blq/export.h>
 #include <blq/metrics.h>
@@ -60,6 +66,19 @@ BLQ_API void blq_prom_free(blq_prom *r);
  */
 BLQ_API const blq_metrics_writer *blq_prom_queue_writer(blq_prom *r, const char *queue,
 							 blq_error *err);
+
+/**
+ * blq_prom_dump_writer() - dump metrics for a blq_dump_config.metrics and
+ * its restorer's blq_restorer_config.metrics (and the fs / Redis readers'
+ * quarantine reports): one writer per dump, its series labelled
+ * queue="<name>".
+ * @name: 1..63 bytes, copied; unique among the registry's dump writers.
+ * Return: the writer, owned by the registry, or NULL with BLQ_EINVAL (bad
+ * or duplicate name) or BLQ_ENOMEM in @err. Updates take no lock.
+ * Thread-safety: any thread.
+ */
+BLQ_API const blq_dump_metrics *blq_prom_dump_writer(blq_prom *r, const char *name,
+						     blq_error *err);
 
 /**
  * blq_prom_watch() - also render @q's gauges (size, capacity, workers, and

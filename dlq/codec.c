@@ -1,0 +1,111 @@
+/* Built-in codecs (strings, blq_bytes) and the writer/reader destructors. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <blq/dlqdump.h>
+
+blq_bytes *blq_bytes_new(const void *data, size_t len)
+{
+	if (len > SIZE_MAX - sizeof(blq_bytes))
+		return NULL;
+	blq_bytes *b = malloc(sizeof(*b) + len);
+
+	if (b == NULL)
+		return NULL;
+	b->restores = 0;
+	b->len = len;
+	if (len > 0)
+		memcpy(b->data, data, len);
+	return b;
+}
+
+static long bytes_encode(void *ctx, const void *payload, void *dst, size_t cap)
+{
+	const blq_bytes *b = payload;
+
+	(void)ctx;
+	if (b == NULL)
+		return BLQ_EINVAL;
+	if (b->len > (size_t)BLQ_DUMP_RECORD_MAX)
+		return BLQ_EINVAL;
+	if (b->len <= cap && b->len > 0)
+		memcpy(dst, b->data, b->len);
+	return (long)b->len;
+}
+
+static uint32_t bytes_restores(void *ctx, const void *payload)
+{
+	(void)ctx;
+	return ((const blq_bytes *)payload)->restores;
+}
+
+static int bytes_decode(void *ctx, const void *data, size_t len, uint32_t restores, void **payload)
+{
+	blq_bytes *b = blq_bytes_new(data, len);
+
+	(void)ctx;
+	if (b == NULL)
+		return BLQ_ENOMEM;
+	b->restores = restores;
+	*payload = b;
+	return 0;
+}
+
+static long string_encode(void *ctx, const void *payload, void *dst, size_t cap)
+{
+	(void)ctx;
+	if (payload == NULL)
+		return BLQ_EINVAL;
+	size_t n = strlen(payload);
+	if (n > (size_t)BLQ_DUMP_RECORD_MAX)
+		return BLQ_EINVAL;
+	if (n <= cap && n > 0)
+		memcpy(dst, payload, n);
+	return (long)n;
+}
+
+static int string_decode(void *ctx, const void *data, size_t len, uint32_t restores, void **payload)
+{
+	char *s = malloc(len + 1);
+
+	(void)ctx, (void)restores;
+	if (s == NULL)
+		return BLQ_ENOMEM;
+	if (len > 0)
+		memcpy(s, data, len);
+	s[len] = '\0';
+	*payload = s;
+	return 0;
+}
+
+blq_dump_encoder blq_dump_bytes_encoder(void)
+{
+	return (blq_dump_encoder){.encode = bytes_encode, .restores = bytes_restores};
+}
+
+blq_dump_decoder blq_dump_bytes_decoder(void)
+{
+	return (blq_dump_decoder){.decode = bytes_decode};
+}
+
+blq_dump_encoder blq_dump_string_encoder(void)
+{
+	return (blq_dump_encoder){.encode = string_encode};
+}
+
+blq_dump_decoder blq_dump_string_decoder(void)
+{
+	return (blq_dump_decoder){.decode = string_decode};
+}
+
+void blq_dump_writer_free(blq_dump_writer *w)
+{
+	if (w != NULL && w->destroy != NULL)
+		w->destroy(w);
+}
+
+void blq_dump_reader_free(blq_dump_reader *r)
+{
+	if (r != NULL && r->destroy != NULL)
+		r->destroy(r);
+}

@@ -1,0 +1,326 @@
+/*
+ * The file system reader: hands out dump files one at a time.
+ *
+ * Design
+ * - next() globs directory/match (sorted: with the default mask, oldest
+ *   first), opens each candidate and takes an exclusive flock without
+ *   waiting; a file locked by another restorer, gone meanwhile (unlinked or
+ *   moved: the path no longer names the open file) or not a regular file is
+ *   skipped. The lock lives as long as the descriptor, so a crashed
+ *   restorer leaves no stale claim.
+ * - The file is read whole, into a buffer sized by fstat: memory is bounded
+ *   by what the file really holds (and FILE_MAX), never by a length field.
+ *   Records are parsed in place (dump_format.c), each checked against the
+ *   end of the buffer, BLQ_DUMP_RECORD_MAX and its CRC before use.
+ * - Damage (bad magic, unknown format, another version, a bad checksum, a
+ *   truncated tail, an absurd length, an oversized file) ends the records
+ *   at that point: the good records before it are handed out, and commit()
+ *   moves the file into the quarantine directory instead of deleting it,
+ *   with a warn log line and the quarantined metric. Nothing is deleted
+ *   that was not restored; nothing crashes on a bad file.
+ * - commit() of a good file unlinks it; release() only closes it (a later
+ *   next() hands it out again: at least once).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../util/errorf.h"
+#include "dump_format.h"
+#include "dump_fs.h"
+#include "dump_util.h"
+
+/* Larger files are quarantined unread. */
+#define FILE_MAX (((uint64_t)1 << 30) + 2u * BLQ_DUMP_RECORD_MAX)
+#define DAMAGE_VERSION -100
+#define DAMAGE_SIZE -101
+
+typedef struct fs_reader {
+	blq_dump_reader r; /* first */
+	char dir[PATH_MAX];
+	char match[256];
+	char quarantine[PATH_MAX];
+	int dirfd;
+	uint64_t version;
+	char name[BLQ__DUMP_NAME_MAX + 1];
+	const blq_dump_metrics *metrics;
+	blq_logger logger;
+} fs_reader;
+
+typedef struct fs_dump {
+	int fd;
+	char path[PATH_MAX + 256];
+	unsigned char *buf;
+	size_t len, off;
+	uint64_t version;
+	int damage;      /* 0, a BLQ__DUMP_* damage code or DAMAGE_* */
+	size_t damage_at;
+	uint64_t file_version;
+	size_t good;     /* records handed out */
+} fs_dump;
+
+static void dump_close(fs_dump *d)
+{
+	close(d->fd);
+	free(d->buf);
+	free(d);
+}
+
+/* Reads the whole file; on a short read keeps what it got (the parse then
+ * reports a truncated record). */
+static int slurp(fs_dump *d, size_t size)
+{
+	d->buf = malloc(size ? size : 1);
+	if (d->buf == NULL)
+		return BLQ_ENOMEM;
+	while (d->len < size) {
+		ssize_t k = pread(d->fd, d->buf + d->len, size - d->len, (off_t)d->len);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return BLQ_EIO;
+		if (k == 0)
+			break;
+		d->len += (size_t)k;
+	}
+	return 0;
+}
+
+/* Opens and claims path; 1 claimed, 0 skip, negative error. */
+static int claim(fs_reader *r, const char *path, fs_dump **out, blq_error *err)
+{
+	struct stat st, now;
+	fs_dump *d = calloc(1, sizeof(*d));
+
+	if (d == NULL)
+		return blq__error_set(err, BLQ_ENOMEM, "fs reader: out of memory");
+	snprintf(d->path, sizeof(d->path), "%s", path);
+	d->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (d->fd < 0) {
+		free(d);
+		return 0; /* gone, a symlink, unreadable: not ours */
+	}
+	if (flock(d->fd, LOCK_EX | LOCK_NB) != 0 || fstat(d->fd, &st) != 0 ||
+	    !S_ISREG(st.st_mode) || st.st_nlink == 0 || stat(path, &now) != 0 ||
+	    now.st_ino != st.st_ino || now.st_dev != st.st_dev) {
+		close(d->fd);
+		free(d);
+		return 0;
+	}
+	if ((uint64_t)st.st_size > FILE_MAX) {
+		d->damage = DAMAGE_SIZE;
+		*out = d;
+		return 1;
+	}
+	int rc = slurp(d, (size_t)st.st_size);
+	if (rc != 0) {
+		int e = errno;
+		dump_close(d);
+		return rc == BLQ_ENOMEM
+			       ? blq__error_set(err, rc, "fs reader: out of memory")
+			       : blq__error_set(err, rc, "cannot read \"%s\": %s", path, strerror(e));
+	}
+	rc = blq__dump_header_check(d->buf, d->len, &d->file_version);
+	if (rc != BLQ__DUMP_OK)
+		d->damage = rc;
+	else if (d->file_version != r->version)
+		d->damage = DAMAGE_VERSION;
+	d->off = BLQ__DUMP_HEADER;
+	d->version = d->file_version;
+	*out = d;
+	return 1;
+}
+
+static int fs_next(blq_dump_reader *rd, void **dump, blq_error *err)
+{
+	fs_reader *r = (fs_reader *)rd;
+	char pattern[PATH_MAX + 260];
+	glob_t g;
+	int rc = 0;
+
+	snprintf(pattern, sizeof(pattern), "%s/%s", r->dir, r->match);
+	int e = glob(pattern, GLOB_ERR, NULL, &g);
+	if (e == GLOB_NOMATCH)
+		return 0;
+	if (e != 0)
+		return blq__error_set(err, BLQ_EIO, "directory \"%s\": cannot list (glob error %d)",
+				      r->dir, e);
+	for (size_t i = 0; i < g.gl_pathc && rc == 0; i++) {
+		fs_dump *d = NULL;
+
+		rc = claim(r, g.gl_pathv[i], &d, err);
+		if (rc == 1)
+			*dump = d;
+	}
+	globfree(&g);
+	return rc;
+}
+
+static int fs_record(blq_dump_reader *rd, void *dump, blq_dump_record *rec, blq_error *err)
+{
+	fs_dump *d = dump;
+
+	(void)rd, (void)err;
+	if (d->damage != 0)
+		return 0;
+	size_t at = d->off;
+	int rc = blq__dump_rec_parse(d->buf, d->len, &d->off, rec);
+	if (rc == BLQ__DUMP_OK) {
+		rec->version = d->version;
+		d->good++;
+		return 1;
+	}
+	if (rc != BLQ__DUMP_END) {
+		d->damage = rc;
+		d->damage_at = at;
+	}
+	return 0;
+}
+
+static void describe(const fs_reader *r, const fs_dump *d, char *out, size_t cap)
+{
+	if (d->damage == DAMAGE_VERSION)
+		snprintf(out, cap, "version %llu, this reader takes %llu",
+			 (unsigned long long)d->file_version, (unsigned long long)r->version);
+	else if (d->damage == DAMAGE_SIZE)
+		snprintf(out, cap, "file larger than %llu bytes", (unsigned long long)FILE_MAX);
+	else if (d->damage == BLQ__DUMP_SHORT_HEADER || d->damage == BLQ__DUMP_BAD_MAGIC ||
+		 d->damage == BLQ__DUMP_BAD_FORMAT)
+		snprintf(out, cap, "%s", blq__dump_parse_str(d->damage));
+	else
+		snprintf(out, cap, "%s at offset %zu", blq__dump_parse_str(d->damage), d->damage_at);
+}
+
+/* Moves a damaged file aside, never over another one. */
+static int quarantine(fs_reader *r, fs_dump *d, blq_error *err)
+{
+	const char *base = strrchr(d->path, '/');
+	char to[PATH_MAX + 300], why[128];
+
+	base = base ? base + 1 : d->path;
+	describe(r, d, why, sizeof(why));
+	for (unsigned k = 0;; k++) {
+		int n = k == 0 ? snprintf(to, sizeof(to), "%s/%s", r->quarantine, base)
+			       : snprintf(to, sizeof(to), "%s/%s.%u", r->quarantine, base, k);
+		if (n < 0 || (size_t)n >= sizeof(to))
+			return blq__error_set(err, BLQ_EIO, "quarantine path too long for \"%s\"",
+					      d->path);
+		if (renameat2(AT_FDCWD, d->path, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+			break;
+		if (errno == EINVAL || errno == ENOSYS) {
+			if (link(d->path, to) == 0) {
+				unlink(d->path);
+				break;
+			}
+		}
+		if (errno != EEXIST || k == 1000)
+			return blq__error_set(err, BLQ_EIO, "cannot quarantine \"%s\" to \"%s\": %s",
+					      d->path, to, strerror(errno));
+	}
+	blq__dlog(&r->logger, BLQ_LOG_WARN,
+		  "dump %s: %s: %s; moved to %s (%zu good records before the damage restored)",
+		  r->name, d->path, why, to, d->good);
+	if (r->metrics != NULL && r->metrics->quarantined != NULL)
+		r->metrics->quarantined(r->metrics->ctx, r->name, 1);
+	return 0;
+}
+
+static int fs_commit(blq_dump_reader *rd, void *dump, blq_error *err)
+{
+	fs_reader *r = (fs_reader *)rd;
+	fs_dump *d = dump;
+	int rc = 0;
+
+	/* Records not read yet (the restorer stopped early) would be lost:
+	 * commit only what was read to its end. */
+	if (d->damage == 0 && d->off < d->len) {
+		blq_dump_record rec;
+
+		while (fs_record(rd, d, &rec, err) == 1)
+			;
+		if (d->damage == 0) {
+			dump_close(d);
+			return blq__error_set(err, BLQ_EINVAL, "commit before the last record");
+		}
+	}
+	if (d->damage != 0)
+		rc = quarantine(r, d, err);
+	else if (unlink(d->path) != 0 && errno != ENOENT)
+		rc = blq__error_set(err, BLQ_EIO, "cannot remove \"%s\": %s", d->path,
+				    strerror(errno));
+	dump_close(d);
+	return rc;
+}
+
+static void fs_release(blq_dump_reader *rd, void *dump)
+{
+	(void)rd;
+	dump_close(dump);
+}
+
+static void fs_destroy(blq_dump_reader *rd)
+{
+	fs_reader *r = (fs_reader *)rd;
+
+	close(r->dirfd);
+	free(r);
+}
+
+blq_dump_reader *blq_dump_fs_reader_new(const blq_dump_fs_config *cfg, blq_error *err)
+{
+	if (cfg == NULL) {
+		blq__error_set(err, BLQ_EINVAL, "config: NULL");
+		return NULL;
+	}
+	const char *match = cfg->match ? cfg->match : BLQ__FS_DEFAULT_MATCH;
+	if (match[0] == '\0' || strlen(match) >= 250 || strchr(match, '/') != NULL) {
+		blq__error_set(err, BLQ_EINVAL, "match: \"%s\": must be 1..249 bytes without '/'",
+			       match);
+		return NULL;
+	}
+	if (blq__dump_check_logger(&cfg->logger, "logger", err) != 0)
+		return NULL;
+	fs_reader *r = calloc(1, sizeof(*r));
+	if (r == NULL) {
+		blq__error_set(err, BLQ_ENOMEM, "fs reader: out of memory");
+		return NULL;
+	}
+	if (blq__dump_name(r->name, cfg->name, "restorer", err) != 0 ||
+	    blq__fs_open_dir(cfg->directory, &r->dirfd, err) != 0) {
+		free(r);
+		return NULL;
+	}
+	snprintf(r->dir, sizeof(r->dir), "%s", cfg->directory);
+	snprintf(r->match, sizeof(r->match), "%s", match);
+	int qn = cfg->quarantine != NULL
+			 ? snprintf(r->quarantine, sizeof(r->quarantine), "%s", cfg->quarantine)
+			 : snprintf(r->quarantine, sizeof(r->quarantine), "%s/quarantine", r->dir);
+	struct stat st;
+	errno = 0;
+	if (qn <= 0 || (size_t)qn >= sizeof(r->quarantine) ||
+	    (mkdir(r->quarantine, 0755) != 0 && errno != EEXIST) ||
+	    stat(r->quarantine, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		blq__error_set(err, BLQ_EINVAL, "quarantine: \"%s\": %s", r->quarantine,
+			       errno ? strerror(errno) : "not a directory");
+		close(r->dirfd);
+		free(r);
+		return NULL;
+	}
+	r->version = cfg->version;
+	r->metrics = cfg->metrics;
+	r->logger = cfg->logger;
+	r->r.next = fs_next;
+	r->r.record = fs_record;
+	r->r.commit = fs_commit;
+	r->r.release = fs_release;
+	r->r.destroy = fs_destroy;
+	return &r->r;
+}

@@ -1,0 +1,18 @@
+/* Built without BLQ_WITH_REDIS: the Redis constructors say so. */
+#include <blq/dlqdump.h>
+
+#include "../util/errorf.h"
+
+blq_dump_writer *blq_dump_redis_writer_new(const blq_dump_redis_config *cfg, blq_error *err)
+{
+	(void)cfg;
+	blq__error_set(err, BLQ_ENOTSUP, "redis: blq was built without BLQ_WITH_REDIS");
+	return NULL;
+}
+
+blq_dump_reader *blq_dump_redis_reader_new(const blq_dump_redis_config *cfg, blq_error *err)
+{
+	(void)cfg;
+	blq__error_set(err, BLQ_ENOTSUP, "redis: blq was built without BLQ_WITH_REDIS");
+	return NULL;
+}

@@ -1,0 +1,438 @@
+/*
+ * The Redis reader: stream entries through a consumer group.
+ *
+ * Design
+ * - A dump is one reply of up to read_count entries, taken in this order:
+ *   1. this consumer's own pending entries (XREADGROUP ... 0): what a
+ *      release or a crash of a restorer with the same consumer name left;
+ *   2. entries another consumer left pending longer than claim_idle_ns
+ *      (XAUTOCLAIM): that consumer died mid-dump;
+ *   3. new entries (XREADGROUP ... >).
+ *   The group hands each entry to one consumer, so restorers sharing the
+ *   stream never take the same entry under normal operation.
+ * - record() checks each entry: fields v and r present, v equal to the
+ *   reader's version, r exactly one well-formed record (length, CRC). A bad
+ *   entry is copied to "<key>:quarantine" (with its id and the reason) and
+ *   acked with the rest: set aside, never deleted unseen.
+ * - commit() acks and deletes the dump's entries (XACK + XDEL, pipelined);
+ *   until then they stay pending, so a crash anywhere before it means the
+ *   entries are delivered again: at least once.
+ * - A missing group (a fresh server, a deleted key) is created again
+ *   (XGROUP CREATE ... 0 MKSTREAM); I/O errors drop the connection and the
+ *   restorer tries again at its next check (redis_conn.c backs off).
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../util/errorf.h"
+#include "dump_format.h"
+#include "dump_util.h"
+#include "redis_conn.h"
+
+#define DEFAULT_READ_COUNT 512u
+#define DEFAULT_CLAIM_IDLE 60000000000ull
+
+typedef struct redis_reader {
+	blq_dump_reader r; /* first */
+	blq__redis conn;
+	char key[256], qkey[300], group[128], consumer[128];
+	char count[24], idle_ms[24];
+	uint64_t version;
+	bool own_pending; /* look at our own pending entries first */
+	char name[BLQ__DUMP_NAME_MAX + 1];
+	const blq_dump_metrics *metrics;
+	blq_logger logger;
+} redis_reader;
+
+typedef struct redis_dump {
+	redisReply *reply;
+	redisReply *entries; /* inside reply: [[id, [f, v, ...]], ...] */
+	size_t next;
+} redis_dump;
+
+static bool is_str(const redisReply *r)
+{
+	return r != NULL && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS);
+}
+
+static int reply_error(redis_reader *rr, const char *cmd, redisReply *rep, blq_error *err)
+{
+	blq__error_set(err, BLQ_EIO, "redis %s: %s %s: %.*s", rr->conn.addr, cmd, rr->key,
+		       (int)rep->len, rep->str);
+	freeReplyObject(rep);
+	return BLQ_EIO;
+}
+
+static int make_group(redis_reader *rr, blq_error *err)
+{
+	const char *argv[] = {"XGROUP", "CREATE", rr->key, rr->group, "0", "MKSTREAM"};
+	size_t lens[] = {6, 6, strlen(rr->key), strlen(rr->group), 1, 8};
+	redisReply *rep = blq__redis_call(&rr->conn, 6, argv, lens, err);
+
+	if (rep == NULL)
+		return BLQ_EIO;
+	if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "BUSYGROUP", 9) != 0)
+		return reply_error(rr, "XGROUP CREATE", rep, err);
+	freeReplyObject(rep);
+	return 0;
+}
+
+/* XREADGROUP from `from` ("0": own pending, ">": new). Sets *entries
+ * (NULL when none). */
+static redisReply *read_group(redis_reader *rr, const char *from, redisReply **entries,
+			      blq_error *err)
+{
+	const char *argv[] = {"XREADGROUP", "GROUP", rr->group, rr->consumer, "COUNT",
+			      rr->count, "STREAMS", rr->key, from};
+	size_t lens[9];
+	for (int i = 0; i < 9; i++)
+		lens[i] = strlen(argv[i]);
+	redisReply *rep = blq__redis_call(&rr->conn, 9, argv, lens, err);
+
+	*entries = NULL;
+	if (rep == NULL)
+		return NULL;
+	if (rep->type == REDIS_REPLY_ERROR) {
+		bool nogroup = strncmp(rep->str, "NOGROUP", 7) == 0;
+		reply_error(rr, "XREADGROUP", rep, err);
+		if (nogroup) /* the server lost the group: make it for next time */
+			make_group(rr, err);
+		return NULL;
+	}
+	if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 1) {
+		redisReply *s = rep->element[0];
+		if (s->type == REDIS_REPLY_ARRAY && s->elements == 2 &&
+		    s->element[1]->type == REDIS_REPLY_ARRAY && s->element[1]->elements > 0)
+			*entries = s->element[1];
+	}
+	return rep;
+}
+
+/* XAUTOCLAIM entries idle longer than claim_idle_ns, following the cursor a
+ * few steps. */
+static redisReply *claim(redis_reader *rr, redisReply **entries, blq_error *err)
+{
+	char cursor[64] = "0-0";
+
+	*entries = NULL;
+	for (int step = 0; step < 16; step++) {
+		const char *argv[] = {"XAUTOCLAIM", rr->key, rr->group, rr->consumer,
+				      rr->idle_ms, cursor, "COUNT", rr->count};
+		size_t lens[8];
+		for (int i = 0; i < 8; i++)
+			lens[i] = strlen(argv[i]);
+		redisReply *rep = blq__redis_call(&rr->conn, 8, argv, lens, err);
+		if (rep == NULL)
+			return NULL;
+		if (rep->type == REDIS_REPLY_ERROR) {
+			reply_error(rr, "XAUTOCLAIM", rep, err);
+			return NULL;
+		}
+		if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 2 ||
+		    !is_str(rep->element[0]) || rep->element[1]->type != REDIS_REPLY_ARRAY) {
+			freeReplyObject(rep);
+			blq__error_set(err, BLQ_EIO, "redis %s: XAUTOCLAIM: unexpected reply",
+				       rr->conn.addr);
+			return NULL;
+		}
+		if (rep->element[1]->elements > 0) {
+			*entries = rep->element[1];
+			return rep;
+		}
+		snprintf(cursor, sizeof(cursor), "%.*s", (int)rep->element[0]->len,
+			 rep->element[0]->str);
+		freeReplyObject(rep);
+		if (strcmp(cursor, "0-0") == 0)
+			return NULL;
+	}
+	return NULL;
+}
+
+static int rr_next(blq_dump_reader *rd, void **dump, blq_error *err)
+{
+	redis_reader *rr = (redis_reader *)rd;
+	redisReply *rep = NULL, *entries = NULL;
+	blq_error local;
+
+	if (err == NULL)
+		err = &local;
+	err->code = 0;
+	if (rr->own_pending) {
+		rep = read_group(rr, "0", &entries, err);
+		if (rep == NULL)
+			return err->code ? err->code : BLQ_EIO;
+		if (entries == NULL) {
+			freeReplyObject(rep);
+			rep = NULL;
+			rr->own_pending = false;
+		}
+	}
+	if (entries == NULL) {
+		rep = claim(rr, &entries, err);
+		if (rep == NULL && err->code != 0)
+			return err->code;
+	}
+	if (entries == NULL) {
+		rep = read_group(rr, ">", &entries, err);
+		if (rep == NULL)
+			return err->code ? err->code : BLQ_EIO;
+		if (entries == NULL) {
+			freeReplyObject(rep);
+			return 0;
+		}
+	}
+	redis_dump *d = calloc(1, sizeof(*d));
+	if (d == NULL) {
+		freeReplyObject(rep);
+		return blq__error_set(err, BLQ_ENOMEM, "redis reader: out of memory");
+	}
+	d->reply = rep;
+	d->entries = entries;
+	*dump = d;
+	return 1;
+}
+
+/* Copies a bad entry to the quarantine stream. */
+static int quarantine(redis_reader *rr, const redisReply *id, const redisReply *v,
+		      const redisReply *r, const char *why, blq_error *err)
+{
+	const char *argv[10] = {"XADD", rr->qkey, "*", "id", id->str, "reason", why};
+	size_t lens[10] = {4, strlen(rr->qkey), 1, 2, id->len, 6, strlen(why)};
+	int argc = 7;
+
+	if (v != NULL) {
+		argv[argc] = "v";
+		lens[argc++] = 1;
+		argv[argc] = v->str;
+		lens[argc++] = v->len;
+	}
+	if (r != NULL) {
+		argv[argc] = "r";
+		lens[argc++] = 1;
+		argv[argc] = r->str;
+		lens[argc++] = r->len;
+	}
+	redisReply *rep = blq__redis_call(&rr->conn, argc, argv, lens, err);
+	if (rep == NULL)
+		return BLQ_EIO;
+	if (rep->type == REDIS_REPLY_ERROR)
+		return reply_error(rr, "XADD (quarantine)", rep, err);
+	freeReplyObject(rep);
+	blq__dlog(&rr->logger, BLQ_LOG_WARN, "dump %s: redis %s: entry %.*s of %s: %s; moved to %s",
+		  rr->name, rr->conn.addr, (int)id->len, id->str, rr->key, why, rr->qkey);
+	if (rr->metrics != NULL && rr->metrics->quarantined != NULL)
+		rr->metrics->quarantined(rr->metrics->ctx, rr->name, 1);
+	return 0;
+}
+
+/* Checks one entry; fills rec or says why it is bad. */
+static const char *check_entry(redis_reader *rr, const redisReply *fields, const redisReply **v,
+			       const redisReply **r, blq_dump_record *rec)
+{
+	*v = *r = NULL;
+	for (size_t i = 0; i + 1 < fields->elements; i += 2) {
+		const redisReply *f = fields->element[i], *x = fields->element[i + 1];
+
+		if (!is_str(f) || !is_str(x))
+			continue;
+		if (f->len == 1 && f->str[0] == 'v')
+			*v = x;
+		else if (f->len == 1 && f->str[0] == 'r')
+			*r = x;
+	}
+	if (*v == NULL || *r == NULL)
+		return "missing field v or r";
+	char buf[24], *end;
+	if ((*v)->len == 0 || (*v)->len >= sizeof(buf))
+		return "bad version field";
+	memcpy(buf, (*v)->str, (*v)->len);
+	buf[(*v)->len] = '\0';
+	unsigned long long ver = strtoull(buf, &end, 10);
+	if (*end != '\0')
+		return "bad version field";
+	if (ver != rr->version)
+		return "version mismatch";
+	size_t off = 0;
+	int rc = blq__dump_rec_parse((const unsigned char *)(*r)->str, (*r)->len, &off, rec);
+	if (rc != BLQ__DUMP_OK)
+		return blq__dump_parse_str(rc);
+	if (off != (*r)->len)
+		return "trailing bytes after the record";
+	rec->version = ver;
+	return NULL;
+}
+
+static int rr_record(blq_dump_reader *rd, void *dump, blq_dump_record *rec, blq_error *err)
+{
+	redis_reader *rr = (redis_reader *)rd;
+	redis_dump *d = dump;
+
+	while (d->next < d->entries->elements) {
+		const redisReply *e = d->entries->element[d->next++];
+
+		if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 || !is_str(e->element[0]) ||
+		    e->element[1]->type != REDIS_REPLY_ARRAY)
+			continue; /* deleted meanwhile (nil fields): nothing to restore */
+		const redisReply *v, *r;
+		const char *why = check_entry(rr, e->element[1], &v, &r, rec);
+		if (why == NULL)
+			return 1;
+		int rc = quarantine(rr, e->element[0], v, r, why, err);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+static void dump_free(redis_dump *d)
+{
+	freeReplyObject(d->reply);
+	free(d);
+}
+
+static int rr_commit(blq_dump_reader *rd, void *dump, blq_error *err)
+{
+	redis_reader *rr = (redis_reader *)rd;
+	redis_dump *d = dump;
+	size_t n = d->entries->elements, argc = 0;
+	const char **argv = malloc((n + 3) * sizeof(*argv));
+	size_t *lens = malloc((n + 3) * sizeof(*lens));
+	int rc = 0;
+
+	if (argv == NULL || lens == NULL) {
+		rc = blq__error_set(err, BLQ_ENOMEM, "redis reader: out of memory");
+		goto out;
+	}
+	if ((rc = blq__redis_ready(&rr->conn, err)) != 0)
+		goto out;
+	/* XACK key group ids..., then XDEL key ids... (same ids, pipelined). */
+	argv[argc] = "XACK";
+	lens[argc++] = 4;
+	argv[argc] = rr->key;
+	lens[argc++] = strlen(rr->key);
+	argv[argc] = rr->group;
+	lens[argc++] = strlen(rr->group);
+	for (size_t i = 0; i < n; i++) {
+		const redisReply *e = d->entries->element[i];
+		if (e->type == REDIS_REPLY_ARRAY && e->elements >= 1 && is_str(e->element[0])) {
+			argv[argc] = e->element[0]->str;
+			lens[argc++] = e->element[0]->len;
+		}
+	}
+	if (redisAppendCommandArgv(rr->conn.c, (int)argc, argv, lens) != REDIS_OK) {
+		blq__redis_drop(&rr->conn, err);
+		rc = BLQ_EIO;
+		goto out;
+	}
+	/* hiredis copied the command: reuse argv as [_, XDEL, key, ids...]. */
+	argv[1] = "XDEL";
+	lens[1] = 4;
+	argv[2] = rr->key;
+	lens[2] = strlen(rr->key);
+	if (redisAppendCommandArgv(rr->conn.c, (int)argc - 1, argv + 1, lens + 1) != REDIS_OK) {
+		blq__redis_drop(&rr->conn, err);
+		rc = BLQ_EIO;
+		goto out;
+	}
+	for (int k = 0; k < 2; k++) {
+		redisReply *rep = NULL;
+		if (redisGetReply(rr->conn.c, (void **)&rep) != REDIS_OK) {
+			blq__redis_drop(&rr->conn, err);
+			rc = BLQ_EIO;
+			goto out;
+		}
+		if (rep->type == REDIS_REPLY_ERROR && rc == 0)
+			rc = reply_error(rr, k == 0 ? "XACK" : "XDEL", rep, err);
+		else
+			freeReplyObject(rep);
+	}
+out:
+	if (rc != 0)
+		rr->own_pending = true; /* still ours and pending: read it again */
+	free(argv);
+	free(lens);
+	dump_free(d);
+	return rc;
+}
+
+static void rr_release(blq_dump_reader *rd, void *dump)
+{
+	((redis_reader *)rd)->own_pending = true;
+	dump_free(dump);
+}
+
+static void rr_destroy(blq_dump_reader *rd)
+{
+	redis_reader *rr = (redis_reader *)rd;
+
+	blq__redis_close(&rr->conn);
+	free(rr);
+}
+
+static _Atomic unsigned consumer_seq;
+
+blq_dump_reader *blq_dump_redis_reader_new(const blq_dump_redis_config *cfg, blq_error *err)
+{
+	if (cfg == NULL) {
+		blq__error_set(err, BLQ_EINVAL, "config: NULL");
+		return NULL;
+	}
+	const char *group = cfg->group ? cfg->group : "blq";
+	if (group[0] == '\0' || strlen(group) >= 128) {
+		blq__error_set(err, BLQ_EINVAL, "group: must be 1..127 bytes");
+		return NULL;
+	}
+	if (cfg->consumer != NULL && (cfg->consumer[0] == '\0' || strlen(cfg->consumer) >= 128)) {
+		blq__error_set(err, BLQ_EINVAL, "consumer: must be 1..127 bytes");
+		return NULL;
+	}
+	if (blq__dump_check_logger(&cfg->logger, "logger", err) != 0)
+		return NULL;
+	redis_reader *rr = calloc(1, sizeof(*rr));
+	if (rr == NULL) {
+		blq__error_set(err, BLQ_ENOMEM, "redis reader: out of memory");
+		return NULL;
+	}
+	if (blq__dump_name(rr->name, cfg->name, "restorer", err) != 0 ||
+	    blq__redis_open(&rr->conn, cfg, err) != 0) {
+		free(rr);
+		return NULL;
+	}
+	snprintf(rr->key, sizeof(rr->key), "%s", cfg->key);
+	snprintf(rr->qkey, sizeof(rr->qkey), "%s:quarantine", cfg->key);
+	snprintf(rr->group, sizeof(rr->group), "%s", group);
+	if (cfg->consumer != NULL) {
+		snprintf(rr->consumer, sizeof(rr->consumer), "%s", cfg->consumer);
+	} else {
+		char host[64] = "host";
+		gethostname(host, sizeof(host) - 1);
+		snprintf(rr->consumer, sizeof(rr->consumer), "%s-%ld-%u", host, (long)getpid(),
+			 atomic_fetch_add(&consumer_seq, 1));
+	}
+	snprintf(rr->count, sizeof(rr->count), "%zu",
+		 cfg->read_count ? cfg->read_count : (size_t)DEFAULT_READ_COUNT);
+	snprintf(rr->idle_ms, sizeof(rr->idle_ms), "%llu",
+		 (unsigned long long)((cfg->claim_idle_ns ? cfg->claim_idle_ns
+							  : DEFAULT_CLAIM_IDLE) /
+				      1000000u));
+	rr->version = cfg->version;
+	rr->own_pending = true;
+	rr->metrics = cfg->metrics;
+	rr->logger = cfg->logger;
+	if (make_group(rr, err) != 0) {
+		blq__redis_close(&rr->conn);
+		free(rr);
+		if (err != NULL)
+			err->code = BLQ_EINVAL;
+		return NULL;
+	}
+	rr->r.next = rr_next;
+	rr->r.record = rr_record;
+	rr->r.commit = rr_commit;
+	rr->r.release = rr_release;
+	rr->r.destroy = rr_destroy;
+	return &rr->r;
+}

@@ -1,0 +1,83 @@
+#include "dump_util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "../util/errorf.h"
+#include "../util/thread.h"
+
+uint64_t blq__mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int blq__cond_init_mono(pthread_cond_t *c)
+{
+	pthread_condattr_t a;
+	int e;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	e = pthread_cond_init(c, &a);
+	pthread_condattr_destroy(&a);
+	return e;
+}
+
+void blq__cond_wait_until(pthread_cond_t *c, pthread_mutex_t *mu, uint64_t deadline_ns)
+{
+	if (deadline_ns == UINT64_MAX) {
+		pthread_cond_wait(c, mu);
+		return;
+	}
+	struct timespec ts = {.tv_sec = (time_t)(deadline_ns / 1000000000u),
+			      .tv_nsec = (long)(deadline_ns % 1000000000u)};
+	pthread_cond_timedwait(c, mu, &ts);
+}
+
+void blq__dlog(const blq_logger *l, int level, const char *fmt, ...)
+{
+	va_list ap;
+	int max = l->level ? l->level : BLQ_LOG_INFO;
+
+	if (l->log == NULL || level > max)
+		return;
+	va_start(ap, fmt);
+	l->log(l->ctx, level, fmt, ap);
+	va_end(ap);
+}
+
+int blq__dump_name(char out[BLQ__DUMP_NAME_MAX + 1], const char *name, const char *dflt,
+		   blq_error *err)
+{
+	if (name == NULL)
+		name = dflt;
+	if (name[0] == '\0' || strlen(name) > BLQ__DUMP_NAME_MAX)
+		return blq__error_set(err, BLQ_EINVAL, "name: must be 1..%d bytes",
+				      BLQ__DUMP_NAME_MAX);
+	snprintf(out, BLQ__DUMP_NAME_MAX + 1, "%s", name);
+	return 0;
+}
+
+int blq__dump_check_logger(const blq_logger *l, const char *field, blq_error *err)
+{
+	if (l->log == NULL && l->ctx != NULL)
+		return blq__error_set(err, BLQ_EINVAL, "%s: ctx is set but log is NULL", field);
+	return 0;
+}
+
+int blq__dump_thread(pthread_t *t, void *(*fn)(void *), void *arg, const char *tname,
+		     const char *what, const char *name, blq_error *err)
+{
+	int e = blq__thread_create(t, fn, arg);
+
+	if (e != 0)
+		return blq__error_set(err, BLQ_ETHREAD, "%s %s: cannot start its thread (error %d)",
+				      what, name, e);
+	pthread_setname_np(*t, tname);
+	return 0;
+}

@@ -1,0 +1,40 @@
+/* Helpers shared by the dlqdump files: time, waits, logging. Not installed. */
+#ifndef BLQ_DLQ_DUMP_UTIL_H
+#define BLQ_DLQ_DUMP_UTIL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <blq/dlqdump.h>
+
+#define BLQ__DUMP_NAME_MAX 63
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t blq__mono_ns(void);
+
+/* A condition variable on CLOCK_MONOTONIC. Returns 0 or the pthread error. */
+int blq__cond_init_mono(pthread_cond_t *c);
+
+/* Waits on c (mu held) until woken or until deadline_ns (CLOCK_MONOTONIC;
+ * UINT64_MAX: no deadline). Spurious wake-ups return too. */
+void blq__cond_wait_until(pthread_cond_t *c, pthread_mutex_t *mu, uint64_t deadline_ns);
+
+/* Logs through l when it is set and level is within its level (0 = info). */
+void blq__dlog(const blq_logger *l, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Copies name (or dflt when NULL) into out; BLQ_EINVAL naming field when it
+ * is empty or longer than BLQ__DUMP_NAME_MAX. */
+int blq__dump_name(char out[BLQ__DUMP_NAME_MAX + 1], const char *name, const char *dflt,
+		   blq_error *err);
+
+/* Starts the object's thread (signals blocked, named tname); on failure
+ * fills err with "<what> <name>: cannot start its thread". Returns 0 or
+ * BLQ_ETHREAD. */
+int blq__dump_thread(pthread_t *t, void *(*fn)(void *), void *arg, const char *tname,
+		     const char *what, const char *name, blq_error *err);
+
+/* Checks a logger: ctx without log is refused, naming field. */
+int blq__dump_check_logger(const blq_logger *l, const char *field, blq_error *err);
+
+#endif

@@ -1,0 +1,496 @@
+/*
+ * dlqdump: persist leaked items to disk or Redis, and restore them later.
+ *
+ *   source queue --leak--> blq_dump --batch--> writer (fs files | Redis stream)
+ *                                                 |
+ *   target queue <--blq_try_enqueue-- blq_restorer <-- reader
+ *
+ * - A dump (blq_dump) is a blq_enqueuer, so it can be any queue's DLQ. It
+ *   encodes each payload (blq_dump_encoder) into an in-memory batch, frees
+ *   the payload, and hands the batch to its writer when the batch reaches
+ *   `capacity` bytes, when `flush_interval_ns` has passed since the batch's
+ *   first item, on blq_dump_flush and on close.
+ * - A writer persists a batch (blq_dump_fs_writer_new: one file per batch,
+ *   written to a temporary name, fsync'd, renamed; blq_dump_redis_writer_new:
+ *   one stream entry per item, pipelined). A failed batch is retried with
+ *   backoff and offered to the fallback writer; items are lost only when
+ *   neither takes them and the memory bound is reached, and then they are
+ *   counted (stats, dlqdump_lost_total) and logged.
+ * - A restorer (blq_restorer) polls a reader, decodes each record
+ *   (blq_dump_decoder) and enqueues it into the target queue while the
+ *   target's fill rate allows; it removes a dump (deletes the file, acks the
+ *   entries) only after every item in it was accepted: at least once.
+ *
+ * The on-disk format (README, "Dumping a DLQ"): a 16-byte header
+ * ("BLQD", format 1, flags 0, the user's version), then records of
+ * {u32 len, u32 restores, u32 crc32c, len bytes}, little-endian.
+ */
+#ifndef BLQ_DLQDUMP_H
+#define BLQ_DLQDUMP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <blq/enqueuer.h>
+#include <blq/error.h>
+#include <blq/export.h>
+#include <blq/log.h>
+#include <blq/queue.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The largest record (encoded item) a dump writes or a reader accepts. A
+ * length field above it marks the dump as damaged; nothing is allocated
+ * from a length field that the file cannot back. */
+#define BLQ_DUMP_RECORD_MAX (64u << 20)
+
+/* ---- metrics ------------------------------------------------------ */
+
+/* Why a batch was written. */
+enum blq_dump_flush_reason {
+	BLQ_DUMP_FLUSH_SIZE = 0,     /* the batch reached capacity */
+	BLQ_DUMP_FLUSH_INTERVAL = 1, /* flush_interval_ns passed since its first item */
+	BLQ_DUMP_FLUSH_CLOSE = 2,    /* close or blq_dump_flush */
+};
+
+/* Dump and restorer events (the original's dlqdump MetricsWriter plus lost
+ * and quarantined). Every callback is optional and receives the configured
+ * name; callbacks run on producer threads, the dump's flush thread and the
+ * restorer's thread, so they must be thread-safe. */
+typedef struct blq_dump_metrics {
+	void *ctx;
+	/* An item was encoded into the dump: size_in += 1, bytes_in += bytes. */
+	void (*dump_in)(void *ctx, const char *name, size_t bytes);
+	/* A batch was persisted: bytes_flush += bytes (records with headers). */
+	void (*flush)(void *ctx, const char *name, enum blq_dump_flush_reason reason,
+		      size_t bytes);
+	/* The restorer's target accepted an item: size_out += 1, bytes_out += bytes. */
+	void (*restore_out)(void *ctx, const char *name, size_t bytes);
+	/* Items lost: refused (no room while writes fail, encoder error) or
+	 * dropped at close when no writer took them; restorer: undecodable
+	 * records without a dead store. */
+	void (*lost)(void *ctx, const char *name, uint64_t items);
+	/* A damaged dump (file) or entry (Redis) was moved aside. */
+	void (*quarantined)(void *ctx, const char *name, uint64_t count);
+} blq_dump_metrics;
+
+/* ---- codecs ------------------------------------------------------- */
+
+/* Turns a payload into bytes. */
+typedef struct blq_dump_encoder {
+	/* Writes payload's encoding into dst (cap bytes of room) and returns
+	 * its length. A length > cap means "call me again with that much
+	 * room" (dst was not used); a negative BLQ_E* code means the payload
+	 * cannot be encoded (the dump refuses it). Must not keep payload.
+	 * Called under the dump's lock, one call at a time per dump. */
+	long (*encode)(void *ctx, const void *payload, void *dst, size_t cap);
+	/* How many times payload came back from a dump already (see the
+	 * restorer's max_restores). Optional: NULL means 0. */
+	uint32_t (*restores)(void *ctx, const void *payload);
+	void *ctx;
+} blq_dump_encoder;
+
+/* Turns bytes back into a payload. */
+typedef struct blq_dump_decoder {
+	/* Makes a payload from len bytes at data (valid only during the
+	 * call); restores is the number of times this item has been restored,
+	 * this time included. Return 0 with *payload set (the restorer then
+	 * owns it), or a negative BLQ_E* code. Called from the restorer's
+	 * thread. */
+	int (*decode)(void *ctx, const void *data, size_t len, uint32_t restores, void **payload);
+	void *ctx;
+} blq_dump_decoder;
+
+/* A raw byte buffer with its length and restore count: the payload of the
+ * bytes codec. One allocation; free it with free(). */
+typedef struct blq_bytes {
+	uint32_t restores; /* times restored from a dump; carried through dumps */
+	size_t len;
+	unsigned char data[];
+} blq_bytes;
+
+/**
+ * blq_bytes_new() - a blq_bytes holding a copy of len bytes at data.
+ * Return: the buffer (restores 0; free it with free()), or NULL when out of
+ * memory. data may be NULL when len is 0. Thread-safety: any thread.
+ */
+BLQ_API blq_bytes *blq_bytes_new(const void *data, size_t len);
+
+/** blq_dump_bytes_encoder() - encodes blq_bytes payloads (data and restore count). */
+BLQ_API blq_dump_encoder blq_dump_bytes_encoder(void);
+
+/** blq_dump_bytes_decoder() - decodes into a new blq_bytes (free with free()). */
+BLQ_API blq_dump_decoder blq_dump_bytes_decoder(void);
+
+/** blq_dump_string_encoder() - encodes NUL-terminated strings (without the
+ * NUL). Strings carry no restore count: use blq_bytes with max_restores. */
+BLQ_API blq_dump_encoder blq_dump_string_encoder(void);
+
+/** blq_dump_string_decoder() - decodes into a new NUL-terminated string
+ * (free with free()); bytes after an embedded NUL are kept but unseen. */
+BLQ_API blq_dump_decoder blq_dump_string_decoder(void);
+
+/* ---- writers and readers ------------------------------------------ */
+
+/* Records as a reader hands them out. */
+typedef struct blq_dump_record {
+	const void *data; /* valid until the next call on the reader */
+	size_t len;
+	uint32_t restores;
+	uint64_t version;
+} blq_dump_record;
+
+/* A batch handed to a writer: count records in the record layout
+ * ({u32 len, u32 restores, u32 crc32c, bytes}...), len bytes in total. */
+typedef struct blq_dump_batch {
+	uint64_t version;
+	const unsigned char *data;
+	size_t len;
+	size_t count;
+} blq_dump_batch;
+
+/*
+ * A writer. Built-in writers are made by the constructors below; a custom
+ * writer embeds this struct as its first member. One writer serves one
+ * dump (or one restorer's dead store): it is called from a single thread.
+ */
+typedef struct blq_dump_writer blq_dump_writer;
+struct blq_dump_writer {
+	/* Persist the batch. Return 0 when every record is durable; otherwise
+	 * a negative BLQ_E* code with a message in err, and *done set to the
+	 * number of records from the start known to be durable (the dump
+	 * retries the rest; records after *done may have been written too,
+	 * which makes duplicates, never losses). */
+	int (*write)(blq_dump_writer *w, const blq_dump_batch *b, size_t *done, blq_error *err);
+	/* Frees the writer; NULL when the caller owns its storage. */
+	void (*destroy)(blq_dump_writer *w);
+};
+
+/*
+ * A reader: hands out dumps (a file, a batch of stream entries) one at a
+ * time. Called from one restorer's thread.
+ */
+typedef struct blq_dump_reader blq_dump_reader;
+struct blq_dump_reader {
+	/* Claim the next dump nobody else holds. Return 1 with *dump set,
+	 * 0 when there is none now, or a negative BLQ_E* code (err says why). */
+	int (*next)(blq_dump_reader *r, void **dump, blq_error *err);
+	/* The claimed dump's next good record. Return 1 with *rec set, 0 at
+	 * the end (a damaged dump ends at its damage; the reader reports it
+	 * and sets the dump aside at commit), or a negative code (I/O error:
+	 * the restorer releases the dump). */
+	int (*record)(blq_dump_reader *r, void *dump, blq_dump_record *rec, blq_error *err);
+	/* Every record handed out was accepted: remove the dump (delete the
+	 * file or quarantine it when damaged; ack the entries). Frees dump.
+	 * Return 0 or a negative code (the dump will be read again). */
+	int (*commit)(blq_dump_reader *r, void *dump, blq_error *err);
+	/* Give the dump back unremoved, for a later attempt. Frees dump. */
+	void (*release)(blq_dump_reader *r, void *dump);
+	/* Frees the reader; NULL when the caller owns its storage. */
+	void (*destroy)(blq_dump_reader *r);
+};
+
+/** blq_dump_writer_free() - destroy a writer. NULL is a no-op. Call after
+ * every dump and restorer using it was freed. */
+BLQ_API void blq_dump_writer_free(blq_dump_writer *w);
+
+/** blq_dump_reader_free() - destroy a reader. NULL is a no-op. Call after
+ * the restorer using it was freed. */
+BLQ_API void blq_dump_reader_free(blq_dump_reader *r);
+
+/* File system writer and reader. `blq_dump_fs_config c = {.directory = d}`
+ * configures both. */
+typedef struct blq_dump_fs_config {
+	/* Where dump files live. Required; must exist and be writable
+	 * (writer) or readable (reader). */
+	const char *directory;
+	/* Writer: file names, a strftime(3) mask (local time) plus %i, a
+	 * counter that keeps names unique. No '/'. Default
+	 * "%Y-%m-%d--%H-%M-%S--%i.bin". */
+	const char *file_mask;
+	/* Reader: glob(7) of the files to restore, inside directory; the
+	 * writer checks that its names match it. Default "*.bin". */
+	const char *match;
+	/* Reader: where damaged files go. Default "<directory>/quarantine";
+	 * created when missing. Must be on the same file system. */
+	const char *quarantine;
+	/* Reader: the version it accepts; a file of another version is
+	 * quarantined. */
+	uint64_t version;
+	/* Reader: name, metrics and logger for quarantine reports. */
+	const char *name;
+	const blq_dump_metrics *metrics;
+	blq_logger logger;
+} blq_dump_fs_config;
+
+/**
+ * blq_dump_fs_writer_new() - a writer of one file per batch: a 16-byte
+ * header then the batch's records, written to a hidden temporary name in
+ * the directory, fsync'd, renamed (never over an existing file) and the
+ * directory fsync'd, so a reader never sees a partial file.
+ * Return: the writer (free with blq_dump_writer_free), or NULL with
+ * BLQ_EINVAL (a missing, non-directory or unwritable directory, an empty
+ * or bad file_mask; the message names the field and the path) or
+ * BLQ_ENOMEM in @err. Thread-safety: the constructor any thread; the
+ * writer one thread at a time.
+ */
+BLQ_API blq_dump_writer *blq_dump_fs_writer_new(const blq_dump_fs_config *cfg, blq_error *err);
+
+/**
+ * blq_dump_fs_reader_new() - a reader of the files matching `match`, oldest
+ * name first. A file is locked (flock) while restored, so restorers on one
+ * host skip each other's files. A file with a bad magic, another version, a
+ * bad checksum, a truncated tail or an absurd length is moved to the
+ * quarantine directory after its good records were restored (never
+ * deleted), with a log line (warn) and the quarantined metric.
+ * Return: the reader, or NULL with BLQ_EINVAL (missing directory, bad
+ * match, quarantine not creatable) or BLQ_ENOMEM in @err.
+ */
+BLQ_API blq_dump_reader *blq_dump_fs_reader_new(const blq_dump_fs_config *cfg, blq_error *err);
+
+/* Redis writer and reader (hiredis; BLQ_WITH_REDIS). Items are entries of a
+ * stream: XADD <key> * v <version> r <record>. */
+typedef struct blq_dump_redis_config {
+	const char *host;             /* default "127.0.0.1" */
+	int port;                     /* default 6379 */
+	const char *key;              /* the stream; required, 1..200 bytes */
+	uint64_t connect_timeout_ns;  /* default 1 s */
+	uint64_t command_timeout_ns;  /* default 5 s */
+	uint64_t reconnect_min_ns;    /* first wait after a failure; default 50 ms */
+	uint64_t reconnect_max_ns;    /* the backoff doubles up to this; default 5 s */
+	/* Writer: commands per round trip. Default 1024. */
+	size_t pipeline;
+	/* Reader: consumer group (default "blq") and this reader's consumer
+	 * name (default "<host name>-<pid>"; give a restorer a stable name to
+	 * take back its own pending entries at once after a restart). */
+	const char *group;
+	const char *consumer;
+	/* Reader: entries per dump. Default 512. */
+	size_t read_count;
+	/* Reader: entries another consumer has held this long unacked are
+	 * taken over (XAUTOCLAIM): the owner died. Default 60 s; set it above
+	 * the time a dump takes to restore. */
+	uint64_t claim_idle_ns;
+	/* Reader: the version it accepts; other entries are moved to
+	 * "<key>:quarantine". */
+	uint64_t version;
+	/* Reader: name, metrics and logger for quarantine reports. */
+	const char *name;
+	const blq_dump_metrics *metrics;
+	blq_logger logger;
+} blq_dump_redis_config;
+
+/**
+ * blq_dump_redis_writer_new() - a writer that appends each record as a
+ * stream entry, pipelined (binary-safe argv), with connect and command
+ * timeouts and keepalive, reconnecting with backoff after a failure.
+ * Return: the writer, or NULL with BLQ_EINVAL (bad field, or the server
+ * unreachable now: the message names host:port), BLQ_ENOTSUP (built
+ * without BLQ_WITH_REDIS) or BLQ_ENOMEM in @err.
+ */
+BLQ_API blq_dump_writer *blq_dump_redis_writer_new(const blq_dump_redis_config *cfg,
+						   blq_error *err);
+
+/**
+ * blq_dump_redis_reader_new() - a reader of the stream through a consumer
+ * group (created at the stream's start if missing), so several restorers,
+ * on several machines, share one dump without taking the same entry twice.
+ * A dump is up to read_count entries; commit acks and deletes them.
+ * Entries left unacked by a crashed restorer are taken back (its own at
+ * once, by name; another consumer's after claim_idle_ns).
+ * Return: the reader, or NULL with BLQ_EINVAL (bad field, server
+ * unreachable: the message names host:port), BLQ_ENOTSUP or BLQ_ENOMEM.
+ */
+BLQ_API blq_dump_reader *blq_dump_redis_reader_new(const blq_dump_redis_config *cfg,
+						   blq_error *err);
+
+/* ---- the dump queue ----------------------------------------------- */
+
+/* The dump. Opaque: it owns its flush thread. */
+typedef struct blq_dump blq_dump;
+
+typedef struct blq_dump_config {
+	/* Name for metrics and logs; copied. Default "dump", 1..63 bytes. */
+	const char *name;
+	/* Written with every batch; readers accept only their own. Change it
+	 * whenever the encoding changes. */
+	uint64_t version;
+	/* Batch size in bytes: a batch is written when it reaches this.
+	 * Required, 1..1 GiB. While writes fail, new items are accepted until
+	 * the next batch is full too (at most about 2 x capacity in memory),
+	 * then refused and counted lost. */
+	size_t capacity;
+	/* A batch is written at the latest this long after its first item.
+	 * Default 30 s. */
+	uint64_t flush_interval_ns;
+	/* Payload -> bytes. Required. */
+	blq_dump_encoder encoder;
+	/* Frees each payload once encoded (accepted items only). Optional:
+	 * NULL leaves payloads alone. */
+	void (*item_free)(void *payload);
+	/* Where batches go. Required; borrowed (must outlive the dump). */
+	blq_dump_writer *writer;
+	/* Takes a batch the writer failed on (e.g. an fs writer behind a
+	 * Redis writer). Optional; borrowed. */
+	blq_dump_writer *fallback;
+	/* Wait before retrying a failed batch; doubles up to 32x. Default
+	 * 100 ms. */
+	uint64_t retry_interval_ns;
+	/* How long close keeps retrying failed batches before counting them
+	 * lost. Default 5 s. */
+	uint64_t close_timeout_ns;
+	/* Metrics (the struct must outlive the dump) and logger; optional. */
+	const blq_dump_metrics *metrics;
+	blq_logger logger;
+} blq_dump_config;
+
+/* Dump counters. in == written + written_fallback + dropped + buffered;
+ * items lost = refused + dropped. */
+struct blq_dump_stats {
+	uint64_t in;               /* items accepted and encoded */
+	uint64_t bytes_in;         /* their encoded bytes */
+	uint64_t written;          /* items persisted by the writer */
+	uint64_t written_fallback; /* items persisted by the fallback */
+	uint64_t bytes_flushed;    /* batch bytes persisted (with record headers) */
+	uint64_t flushes;          /* batches persisted */
+	uint64_t write_errors;     /* failed write attempts (writer or fallback) */
+	uint64_t refused;          /* enqueues refused (no room while failing, encode error) */
+	uint64_t dropped;          /* accepted, then lost at close */
+	uint64_t buffered;         /* accepted, not persisted yet */
+	uint64_t buffered_bytes;
+};
+
+/**
+ * blq_dump_new() - validate the config, copy it, start the flush thread.
+ * Return: the dump, or NULL with BLQ_EINVAL (bad field; the message names
+ * it), BLQ_ENOMEM or BLQ_ETHREAD in @err.
+ * Thread-safety: any thread.
+ */
+BLQ_API blq_dump *blq_dump_new(const blq_dump_config *cfg, blq_error *err);
+
+/**
+ * blq_dump_enqueue() - encode payload into the current batch. Never does
+ * I/O: the flush thread writes. Waits only while both batches are full and
+ * the writer is healthy (it writes more slowly than items arrive).
+ * Return: 0: accepted; payload was encoded and freed with item_free.
+ * BLQ_EFULL: no room while writes fail (counted lost); BLQ_ECLOSED;
+ * an encoder error; BLQ_ENOMEM; BLQ_EINVAL (NULL dump, or an encoding
+ * longer than BLQ_DUMP_RECORD_MAX). On any error the caller still owns
+ * payload.
+ * Thread-safety: any number of threads.
+ */
+BLQ_API int blq_dump_enqueue(blq_dump *d, void *payload);
+
+/** blq_dump_enqueuer() - the dump as a blq_enqueuer (a queue's dlq). Its
+ * enqueue is blq_dump_enqueue. The dump must outlive the queues using it:
+ * close them first. */
+BLQ_API blq_enqueuer blq_dump_enqueuer(blq_dump *d);
+
+/**
+ * blq_dump_flush() - write every item accepted so far and wait for it.
+ * Return: 0 once persisted (by the writer or the fallback), BLQ_EIO when a
+ * write failed meanwhile (the items stay buffered and are retried),
+ * BLQ_ECLOSED, BLQ_EINVAL. Thread-safety: any thread.
+ */
+BLQ_API int blq_dump_flush(blq_dump *d);
+
+/**
+ * blq_dump_close() - refuse new items, write everything buffered (retrying
+ * failed batches for up to close_timeout_ns), stop the flush thread.
+ * Idempotent; concurrent callers all return once closed.
+ * Return: 0, BLQ_EIO when items had to be dropped (counted in `dropped`,
+ * logged), BLQ_EINVAL for NULL.
+ */
+BLQ_API int blq_dump_close(blq_dump *d);
+
+/** blq_dump_free() - close if needed, then free. NULL is a no-op. Call once
+ * no other call on @d runs. */
+BLQ_API void blq_dump_free(blq_dump *d);
+
+/** blq_dump_stats() - read the counters (exact once closed). Return: 0 or
+ * BLQ_EINVAL. Thread-safety: any thread. */
+BLQ_API int blq_dump_stats(blq_dump *d, struct blq_dump_stats *out);
+
+/* ---- the restorer ------------------------------------------------- */
+
+/* The restorer. Opaque: it owns its thread. */
+typedef struct blq_restorer blq_restorer;
+
+typedef struct blq_restorer_config {
+	/* Name for metrics and logs; copied. Default "restorer". */
+	const char *name;
+	/* Where dumps come from. Required; borrowed. */
+	blq_dump_reader *reader;
+	/* Bytes -> payload. Required. */
+	blq_dump_decoder decoder;
+	/* Where items go, with blq_try_enqueue. Required; must outlive the
+	 * restorer. A leaky target's overflow may go back to a dump: the
+	 * restore count then grows (see max_restores). */
+	blq *target;
+	/* Frees a decoded payload the target refused (closed). Optional. */
+	void (*item_free)(void *payload);
+	/* Poll period when no dump is waiting. Default 1 s. */
+	uint64_t check_interval_ns;
+	/* Wait while the target is too full. Default check_interval_ns. */
+	uint64_t postpone_interval_ns;
+	/* Restore only while blq_rate(target) <= allow_rate. Default 0.95;
+	 * (0, 1]. */
+	double allow_rate;
+	/* A record already restored this many times goes to `dead` instead
+	 * of the target. 0 = no limit. */
+	uint32_t max_restores;
+	/* The final dead store for those records and for records the decoder
+	 * refuses. Required with max_restores; borrowed. */
+	blq_dump_writer *dead;
+	const blq_dump_metrics *metrics;
+	blq_logger logger;
+} blq_restorer_config;
+
+struct blq_restorer_stats {
+	uint64_t dumps;        /* dumps restored and removed */
+	uint64_t records;      /* records read */
+	uint64_t restored;     /* items the target accepted */
+	uint64_t bytes_out;    /* their bytes */
+	uint64_t dead;         /* records sent to the dead store */
+	uint64_t lost;         /* undecodable records without a dead store */
+	uint64_t postponed;    /* waits because the target was too full */
+	uint64_t read_errors;  /* failed next/record/commit calls */
+	uint64_t released;     /* dumps given back unremoved (close, errors) */
+};
+
+/**
+ * blq_restorer_new() - validate, copy, start the restorer thread. It polls
+ * the reader every check_interval_ns (or at once after blq_restorer_kick),
+ * restores every waiting dump, and removes each only after all its items
+ * were accepted by the target.
+ * Return: the restorer, or NULL with BLQ_EINVAL (bad field, named),
+ * BLQ_ENOMEM or BLQ_ETHREAD in @err.
+ */
+BLQ_API blq_restorer *blq_restorer_new(const blq_restorer_config *cfg, blq_error *err);
+
+/** blq_restorer_kick() - poll now instead of at the next check. Return: 0
+ * or BLQ_EINVAL. Thread-safety: any thread. */
+BLQ_API int blq_restorer_kick(blq_restorer *r);
+
+/**
+ * blq_restorer_close() - stop after the current item; a dump in progress is
+ * released unremoved (its items come back again later: at least once).
+ * Idempotent. Return: 0 or BLQ_EINVAL.
+ */
+BLQ_API int blq_restorer_close(blq_restorer *r);
+
+/** blq_restorer_free() - close if needed, then free. NULL is a no-op. */
+BLQ_API void blq_restorer_free(blq_restorer *r);
+
+/** blq_restorer_stats() - read the counters. Return: 0 or BLQ_EINVAL.
+ * Thread-safety: any thread. */
+BLQ_API int blq_restorer_stats(blq_restorer *r, struct blq_restorer_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
