@@ -87,9 +87,10 @@ static void q_put(void *c, const char *q)
 	logf_(c, "queue=%s event=put", q);
 }
 
-static void q_pull(void *c, const char *q, uint64_t wait_ns)
+static void q_pull(void *c, const char *q, unsigned worker, uint64_t wait_ns)
 {
-	logf_(c, "queue=%s event=pull wait_ns=%llu", q, (unsigned long long)wait_ns);
+	logf_(c, "queue=%s event=pull worker=%u wait_ns=%llu", q, worker,
+	      (unsigned long long)wait_ns);
 }
 
 static void q_retry(void *c, const char *q, uint64_t delay_ns)
@@ -117,9 +118,10 @@ static void q_lost(void *c, const char *q)
 	logf_(c, "queue=%s event=lost", q);
 }
 
-static void q_exec(void *c, const char *q, uint64_t ns, int failed)
+static void q_exec(void *c, const char *q, unsigned worker, uint64_t ns, int failed)
 {
-	logf_(c, "queue=%s event=exec ns=%llu failed=%d", q, (unsigned long long)ns, failed);
+	logf_(c, "queue=%s event=exec worker=%u ns=%llu failed=%d", q, worker,
+	      (unsigned long long)ns, failed);
 }
 
 static void s_put(void *c, const char *q, const char *s)

@@ -68,7 +68,8 @@ static void run_item(blq *q, blq__worker *w, blq__item *it)
 		t0 = w->last_end != 0 ? w->last_end : blq__now(q);
 	w->last_end = 0;
 	if (m != NULL && m->queue_pull != NULL)
-		m->queue_pull(m->ctx, q->name, it->enq_ns != 0 && t0 > it->enq_ns ? t0 - it->enq_ns : 0);
+		m->queue_pull(m->ctx, q->name, w->index,
+			      it->enq_ns != 0 && t0 > it->enq_ns ? t0 - it->enq_ns : 0);
 	if (it->deadline_ns != 0 && (t0 != 0 ? t0 : blq__now(q)) >= it->deadline_ns) {
 		if (m != NULL && m->queue_deadline != NULL)
 			m->queue_deadline(m->ctx, q->name);
@@ -101,7 +102,7 @@ static void run_item(blq *q, blq__worker *w, blq__item *it)
 		if (m != NULL && m->queue_exec != NULL) {
 			uint64_t t1 = blq__now(q);
 
-			m->queue_exec(m->ctx, q->name, t1 - t0, rc != 0 || timed_out);
+			m->queue_exec(m->ctx, q->name, w->index, t1 - t0, rc != 0 || timed_out);
 			t0 = w->last_end = t1;
 		}
 		if (rc == 0 && !timed_out) {

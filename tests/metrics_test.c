@@ -230,8 +230,11 @@ Test(metrics, histogram_buckets_and_cut_output)
 	const blq_metrics_writer *w = blq_prom_queue_writer(r, "h", NULL);
 	static const uint64_t ns[] = {50000, 100000, 100001, 3000000, 7000000000ull};
 
+	/* Workers 0 and 1 (their own cells) and an index beyond the worker
+	 * limit (the shared cells): the render folds them all. */
+	static const unsigned worker[] = {0, 1, 0, 5000, 1};
 	for (size_t i = 0; i < 5; i++)
-		w->queue_exec(w->ctx, "h", ns[i], 0);
+		w->queue_exec(w->ctx, "h", worker[i], ns[i], 0);
 	int n = blq_prom_render(r, text, sizeof(text));
 	cr_assert(n > 0 && (size_t)n < sizeof(text));
 	/* 50 us and 100 us fall in le=0.0001; 100.001 us in 0.00025; 3 ms in
@@ -315,7 +318,8 @@ Test(metrics, the_log_writer_logs_each_event)
 	/* 4 accepted, 1 leaked at the rear, 3 run (item 1 fails). */
 	cr_expect_eq(count(l.text, "4 queue=logged event=put\n"), 4, "%s", l.text);
 	cr_expect_eq(count(l.text, "queue=logged event=leak dir=rear\n"), 1);
-	cr_expect_eq(count(l.text, "queue=logged event=pull wait_ns="), 3);
+	cr_expect_eq(count(l.text, "queue=logged event=pull worker=0 wait_ns="), 3);
+	cr_expect_eq(count(l.text, "queue=logged event=exec worker=0 ns="), 3);
 	cr_expect_eq(count(l.text, "failed=1\n"), 1);
 	cr_expect_eq(count(l.text, "failed=0\n"), 2);
 	cr_expect_eq(count(l.text, "queue=logged event=worker_init worker=0\n"), 1);

@@ -609,9 +609,9 @@ typedef struct counting_metrics {
 } counting_metrics;
 
 static void m_put(void *c, const char *q) { (void)q; atomic_fetch_add(&((counting_metrics *)c)->put, 1); }
-static void m_pull(void *c, const char *q, uint64_t w) { (void)q, (void)w; atomic_fetch_add(&((counting_metrics *)c)->pull, 1); }
+static void m_pull(void *c, const char *q, unsigned wk, uint64_t w) { (void)q, (void)wk, (void)w; atomic_fetch_add(&((counting_metrics *)c)->pull, 1); }
 static void m_leak(void *c, const char *q, enum blq_leak_dir d) { (void)q, (void)d; atomic_fetch_add(&((counting_metrics *)c)->leak, 1); }
-static void m_exec(void *c, const char *q, uint64_t ns, int failed) { (void)q, (void)ns, (void)failed; atomic_fetch_add(&((counting_metrics *)c)->exec, 1); }
+static void m_exec(void *c, const char *q, unsigned wk, uint64_t ns, int failed) { (void)q, (void)wk, (void)ns, (void)failed; atomic_fetch_add(&((counting_metrics *)c)->exec, 1); }
 static void m_init(void *c, const char *q, unsigned w) { (void)q, (void)w; atomic_fetch_add(&((counting_metrics *)c)->init, 1); }
 static void m_stop(void *c, const char *q, unsigned w, int f) { (void)q, (void)w, (void)f; atomic_fetch_add(&((counting_metrics *)c)->stop, 1); }
 

@@ -33,9 +33,12 @@ typedef struct blq_metrics_writer {
 	void (*worker_stop)(void *ctx, const char *queue, unsigned worker, int forced);
 	/* Items: accepted, taken by a worker (with the time it waited since
 	 * its enqueue), retried, leaked, expired past their deadline, lost,
-	 * and the time a worker spent on one. */
+	 * and the time a worker spent on one. queue_pull and queue_exec come
+	 * from the worker `worker` (0-based) itself, and a worker index has
+	 * one thread at a time, so a writer may keep per-worker state without
+	 * locked instructions (the Prometheus writer does). */
 	void (*queue_put)(void *ctx, const char *queue);
-	void (*queue_pull)(void *ctx, const char *queue, uint64_t wait_ns);
+	void (*queue_pull)(void *ctx, const char *queue, unsigned worker, uint64_t wait_ns);
 	void (*queue_retry)(void *ctx, const char *queue, uint64_t delay_ns);
 	/* An item left the timer for a ring after waiting waited_ns there
 	 * (a delay or a retry's backoff). */
@@ -43,7 +46,8 @@ typedef struct blq_metrics_writer {
 	void (*queue_leak)(void *ctx, const char *queue, enum blq_leak_dir dir);
 	void (*queue_deadline)(void *ctx, const char *queue);
 	void (*queue_lost)(void *ctx, const char *queue);
-	void (*queue_exec)(void *ctx, const char *queue, uint64_t ns, int failed);
+	void (*queue_exec)(void *ctx, const char *queue, unsigned worker, uint64_t ns,
+			   int failed);
 	/* QoS sub-queues. */
 	void (*subq_put)(void *ctx, const char *queue, const char *subq);
 	void (*subq_pull)(void *ctx, const char *queue, const char *subq);

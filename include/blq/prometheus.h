@@ -57,7 +57,9 @@ BLQ_API void blq_prom_free(blq_prom *r);
 
 /**
  * blq_prom_queue_writer() - the writer to put in a queue's
- * blq_config.metrics. One per queue: its counters are that queue's series.
+ * blq_config.metrics. One per queue: its counters are that queue's series,
+ * and its per-worker cells (updated without locked instructions) rely on
+ * one queue's worker indices; two queues must not share a writer.
  * @queue: the series' label value; copied; 1..63 bytes, any characters
  *         (escaped on output); unique within the registry.
  * Return: the writer, owned by the registry, or NULL with BLQ_EINVAL (bad
