@@ -33,6 +33,8 @@
 
 #include <blq/blq.h>
 
+#include "stress_util.h"
+
 #define PRODUCERS 4
 #define MAX_WORKERS 4
 #define MAX_SUBQS 4
@@ -201,13 +203,8 @@ static unsigned verify(round_ctx *r, unsigned round)
 	struct blq_stats s;
 
 	blq_stats(r->q, &s);
-	if (s.in != s.processed + s.failed + s.leaked + s.expired + s.lost) {
-		fprintf(stderr,
-			"qos_stress: round %u: in %" PRIu64 " != processed %" PRIu64 " + failed %" PRIu64
-			" + leaked %" PRIu64 " + expired %" PRIu64 " + lost %" PRIu64 "\n",
-			round, s.in, s.processed, s.failed, s.leaked, s.expired, s.lost);
+	if (!stress_balanced("qos_stress", round, &s))
 		atomic_fetch_add(&r->errors, 1);
-	}
 	if (s.in != atomic_load(&r->accepted) || s.leaked != atomic_load(&r->dlq_got) || s.size != 0) {
 		fprintf(stderr,
 			"qos_stress: round %u: in %" PRIu64 " (accepted %" PRIu64 "), leaked %" PRIu64
@@ -230,10 +227,9 @@ static unsigned verify(round_ctx *r, unsigned round)
 static int run_round(unsigned round, uint64_t per)
 {
 	static const char *const algo_names[] = {"pq", "rr", "wrr"};
-	static const char *const close_names[] = {"close", "timeout", "force"};
 	round_ctx *r = calloc(1, sizeof(*r));
 	unsigned seed = (unsigned)time(NULL) ^ (round * 2654435761u);
-	int closing = rand_r(&seed) % 3;
+	int closing = (int)(rand_r(&seed) % STRESS_NCLOSE);
 	blq_qos_subq subqs[MAX_SUBQS];
 	blq_qos_config qc = {0};
 	blq_config c = {0};
@@ -290,12 +286,7 @@ static int run_round(unsigned round, uint64_t per)
 	nanosleep(&ts, NULL);
 	if (rand_r(&seed) % 4 == 0)
 		atomic_store(&r->dlq_refuses, true);
-	if (closing == 0)
-		blq_close(r->q);
-	else if (closing == 1)
-		blq_close_timeout(r->q, (uint64_t)(rand_r(&seed) % 3) * 1000000u);
-	else
-		blq_force_close(r->q);
+	const char *how = stress_close(r->q, closing, &seed);
 	for (unsigned i = 0; i < PRODUCERS; i++)
 		pthread_join(t[i], NULL);
 
@@ -308,7 +299,7 @@ static int run_round(unsigned round, uint64_t per)
 	       " -> %s\n",
 	       round, algo_names[qc.algo], r->nsubqs, qc.egress.capacity, qc.egress.streams,
 	       qc.egress.workers, c.workers, c.dlq.enqueue ? "leaky" : "block",
-	       r->paced ? " paced" : "      ", close_names[closing],
+	       r->paced ? " paced" : "      ", how,
 	       s.in, s.processed, s.failed, s.leaked, s.lost, errors ? "FAIL" : "ok");
 	free(r->items);
 	free(r);
@@ -317,16 +308,5 @@ static int run_round(unsigned round, uint64_t per)
 
 int main(int argc, char **argv)
 {
-	unsigned rounds = argc > 1 ? (unsigned)atoi(argv[1]) : 20;
-	uint64_t per = argc > 2 ? (uint64_t)atoll(argv[2]) : 20000;
-	unsigned passed = 0, failed = 0;
-
-	for (unsigned i = 0; i < rounds; i++) {
-		if (run_round(i, per) == 0)
-			passed++;
-		else
-			failed++;
-	}
-	printf("%u passed, %u failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return stress_main(argc, argv, 20, 20000, run_round);
 }
