@@ -149,34 +149,50 @@ static bool forced(const blq *q)
 	return atomic_load_explicit(&q->forced, memory_order_acquire) != 0;
 }
 
-/* Moves one due item into a ring (or the DLQ), then uncounts it. With QoS
- * it enters its sub-queue like a new item (leaking from it when full on a
- * leaky queue); when that is full on a queue that blocks, it goes to the
- * egress instead: the timer thread must not wait on a sub-queue, which a
- * graceful close would make it give up on. */
-static void deliver(blq *q, blq__timed *e, uint64_t now)
+/* Moves one due item into a ring (or the DLQ). With QoS it enters its
+ * sub-queue like a new item (leaking from it when full on a leaky queue);
+ * when that is full on a queue that blocks, it goes to the egress instead:
+ * the timer thread must not wait on a sub-queue, which a graceful close
+ * would make it give up on. Returns where a waiter should be woken, or
+ * NULL when it did not land in a ring or sub-queue. */
+static blq__ec *deliver(blq *q, blq__timed *e, uint64_t now)
 {
 	const blq_metrics_writer *m = q->cfg.metrics;
 	blq__cell *c = &q->cells[q->ncells - 1];
-	blq__ec *wake = &q->items_ec;
 	bool pushed = false;
 
 	if (m != NULL && m->queue_delayed != NULL)
 		m->queue_delayed(m->ctx, q->name, now > e->since ? now - e->since : 0);
 	if (q->qos != NULL && blq__qos_enqueue(q, c, &e->item, true, &pushed) == 0)
-		wake = blq__qos_ec(q); /* the egress threads move it on */
-	else if (blq__place(q, c, &e->item, BLQ__TIMER, &pushed) != 0)
+		return pushed ? blq__qos_ec(q) : NULL; /* the egress threads move it on */
+	if (blq__place(q, c, &e->item, BLQ__TIMER, &pushed) != 0)
 		blq__abandon(q, c, &e->item); /* forced while waiting for room */
-	/* seq_cst, after the push: a worker that reads staged == 0 on close
-	 * sees the item in the ring (internal.h). */
-	atomic_fetch_sub_explicit(&q->timer.held, 1, memory_order_relaxed);
-	atomic_fetch_sub_explicit(&q->staged, 1, memory_order_seq_cst);
-	if (pushed) {
-		blq__ec_notify(wake, 1);
-		/* A balanced pool may have no active worker (workers_min 0). */
-		if (q->balanced && atomic_load_explicit(&q->n_active, memory_order_acquire) == 0)
-			blq__scale_up_hint(q);
+	return pushed ? &q->items_ec : NULL;
+}
+
+/* Delivers a batch, then uncounts it and wakes once: per batch, not per
+ * item, the shared counters and the wake-up barrier. */
+static void deliver_batch(blq *q, blq__timed *due, size_t k, uint64_t now)
+{
+	blq__ec *wake[2] = {NULL, NULL}; /* the rings', the egress threads' */
+
+	for (size_t i = 0; i < k; i++) {
+		blq__ec *ec = deliver(q, &due[i], now);
+
+		if (ec != NULL)
+			wake[ec != &q->items_ec] = ec;
 	}
+	/* seq_cst, after the pushes: a worker that reads staged == 0 on close
+	 * sees the items in the rings (internal.h). */
+	atomic_fetch_sub_explicit(&q->timer.held, k, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&q->staged, k, memory_order_seq_cst);
+	for (int i = 0; i < 2; i++)
+		if (wake[i] != NULL)
+			blq__ec_notify(wake[i], 1); /* a woken worker passes it on */
+	/* A balanced pool may have no active worker (workers_min 0). */
+	if (wake[0] != NULL && q->balanced &&
+	    atomic_load_explicit(&q->n_active, memory_order_acquire) == 0)
+		blq__scale_up_hint(q);
 	if (atomic_load_explicit(&q->closed, memory_order_seq_cst))
 		blq__wake_all(q); /* closing workers and wait_idle re-check */
 }
@@ -213,8 +229,7 @@ static void *timer_main(void *arg)
 			if (t->room_waiters > 0)
 				pthread_cond_broadcast(&t->room);
 			pthread_mutex_unlock(&t->mu);
-			for (size_t i = 0; i < k; i++)
-				deliver(q, &due[i], now);
+			deliver_batch(q, due, k, now);
 			pthread_mutex_lock(&t->mu);
 			continue;
 		}
