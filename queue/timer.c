@@ -2,9 +2,12 @@
  * The timer: where delayed items and retries wait for their time.
  *
  * Design
- * - A binary min-heap of items by due time (ties keep their insertion
- *   order), under one mutex, and one thread that sleeps until the earliest
- *   due time, then moves every due item into the rings. No worker ever
+ * - Items wait by due time (ties keep their insertion order) under one
+ *   mutex, and one thread sleeps until the earliest due time, then moves
+ *   every due item into the rings. An item due no earlier than the last
+ *   one queued (the common case: one delay interval, one backoff step)
+ *   joins a FIFO lane in O(1); the others go to a binary min-heap; the
+ *   thread takes the earlier of the two heads. No worker ever
  *   sleeps through a delay or a backoff (the original makes the worker
  *   sleep, so one long per-job delay holds a worker, and with it the items
  *   behind it); an item in the timer is never in front of one that is due.
@@ -78,14 +81,38 @@ static void sift_down(blq__timed *h, size_t n, size_t i)
 	h[i] = x;
 }
 
-static void pop_top(blq__timer *t, blq__timed *out)
+static blq__timed *lane_at(const blq__timer *t, size_t i)
 {
-	*out = t->heap[0];
-	t->n--;
-	if (t->n > 0) {
-		t->heap[0] = t->heap[t->n];
-		sift_down(t->heap, t->n, 0);
+	return &t->lane[(t->lhead + i) % t->lcap];
+}
+
+/* The earliest entry, or NULL. Caller holds t->mu. */
+static const blq__timed *earliest(const blq__timer *t)
+{
+	const blq__timed *l = t->ln > 0 ? lane_at(t, 0) : NULL;
+	const blq__timed *h = t->hn > 0 ? &t->heap[0] : NULL;
+
+	if (l == NULL || (h != NULL && earlier(h, l)))
+		return h;
+	return l;
+}
+
+/* Takes the earliest entry (there is one). Caller holds t->mu. */
+static void pop_min(blq__timer *t, blq__timed *out)
+{
+	if (t->ln > 0 && earliest(t) == lane_at(t, 0)) {
+		*out = *lane_at(t, 0);
+		t->lhead = (t->lhead + 1) % t->lcap;
+		t->ln--;
+	} else {
+		*out = t->heap[0];
+		t->hn--;
+		if (t->hn > 0) {
+			t->heap[0] = t->heap[t->hn];
+			sift_down(t->heap, t->hn, 0);
+		}
 	}
+	t->n--;
 }
 
 int blq__timer_init(blq *q)
@@ -140,7 +167,8 @@ void blq__timer_destroy(blq *q)
 	pthread_cond_destroy(&t->cond);
 	pthread_mutex_destroy(&t->mu);
 	free(t->heap);
-	t->heap = NULL;
+	free(t->lane);
+	t->heap = t->lane = NULL;
 	t->ready = false;
 }
 
@@ -223,8 +251,9 @@ static void *timer_main(void *arg)
 		uint64_t now = blq__now(q);
 		size_t k = 0;
 
-		while (k < BLQ__TIMER_BATCH && t->n > 0 && t->heap[0].due <= now)
-			pop_top(t, &due[k++]);
+		const blq__timed *first;
+		while (k < BLQ__TIMER_BATCH && (first = earliest(t)) != NULL && first->due <= now)
+			pop_min(t, &due[k++]);
 		if (k > 0) {
 			if (t->room_waiters > 0)
 				pthread_cond_broadcast(&t->room);
@@ -233,10 +262,10 @@ static void *timer_main(void *arg)
 			pthread_mutex_lock(&t->mu);
 			continue;
 		}
-		if (t->n == 0) {
+		if ((first = earliest(t)) == NULL) {
 			pthread_cond_wait(&t->cond, &t->mu);
 		} else {
-			struct timespec ts = wake_at(q, t->heap[0].due, now);
+			struct timespec ts = wake_at(q, first->due, now);
 
 			pthread_cond_timedwait(&t->cond, &t->mu, &ts);
 		}
@@ -245,19 +274,63 @@ static void *timer_main(void *arg)
 	return NULL;
 }
 
-/* Caller holds t->mu. Room for one more entry: 0, or BLQ_ENOMEM. */
-static int reserve(blq__timer *t)
+static size_t grown(size_t cap, size_t limit)
 {
-	if (t->n < t->cap)
+	cap = cap == 0 ? 64 : cap * 2;
+	return cap < limit ? cap : limit;
+}
+
+/* Caller holds t->mu. Room for one more heap entry: 0, or BLQ_ENOMEM. */
+static int reserve_heap(blq__timer *t)
+{
+	if (t->hn < t->hcap)
 		return 0;
-	size_t cap = t->cap == 0 ? 64 : t->cap * 2;
-	if (cap > t->limit)
-		cap = t->limit;
+	size_t cap = grown(t->hcap, t->limit);
 	blq__timed *h = realloc(t->heap, cap * sizeof(*h));
 	if (h == NULL)
 		return BLQ_ENOMEM;
 	t->heap = h;
-	t->cap = cap;
+	t->hcap = cap;
+	return 0;
+}
+
+/* Caller holds t->mu. Room for one more lane entry (the ring unwrapped
+ * into the new memory): 0, or BLQ_ENOMEM. */
+static int reserve_lane(blq__timer *t)
+{
+	if (t->ln < t->lcap)
+		return 0;
+	size_t cap = grown(t->lcap, t->limit);
+	blq__timed *l = malloc(cap * sizeof(*l));
+	if (l == NULL)
+		return BLQ_ENOMEM;
+	for (size_t i = 0; i < t->ln; i++)
+		l[i] = *lane_at(t, i);
+	free(t->lane);
+	t->lane = l;
+	t->lcap = cap;
+	t->lhead = 0;
+	return 0;
+}
+
+/* Caller holds t->mu and has checked the limit. */
+static int insert(blq__timer *t, const blq__timed *e)
+{
+	int rc;
+
+	if (t->ln == 0 || !earlier(e, lane_at(t, t->ln - 1))) {
+		if ((rc = reserve_lane(t)) != 0)
+			return rc;
+		*lane_at(t, t->ln) = *e;
+		t->ln++;
+	} else {
+		if ((rc = reserve_heap(t)) != 0)
+			return rc;
+		t->heap[t->hn] = *e;
+		sift_up(t->heap, t->hn);
+		t->hn++;
+	}
+	t->n++;
 	return 0;
 }
 
@@ -296,21 +369,20 @@ int blq__timer_add(blq *q, const blq__item *it, uint64_t now, uint64_t delay,
 		pthread_cond_wait(&t->room, &t->mu);
 		t->room_waiters--;
 	}
-	if ((rc = reserve(t)) != 0)
+	blq__timed e = {
+		.due = delay > UINT64_MAX - now ? UINT64_MAX : now + delay,
+		.order = t->order,
+		.since = now,
+		.item = *it,
+	};
+	if ((rc = insert(t, &e)) != 0)
 		goto out;
-	uint64_t order = t->order++;
-	blq__timed *e = &t->heap[t->n];
-	e->due = delay > UINT64_MAX - now ? UINT64_MAX : now + delay;
-	e->order = order;
-	e->since = now;
-	e->item = *it;
-	sift_up(t->heap, t->n);
-	t->n++;
+	t->order++;
 	/* seq_cst, before the producer counts itself out (or the worker goes
 	 * back to look for items): see `staged` in internal.h. */
 	atomic_fetch_add_explicit(&t->held, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&q->staged, 1, memory_order_seq_cst);
-	if (t->heap[0].order == order)
+	if (earliest(t)->order == e.order)
 		pthread_cond_signal(&t->cond); /* a new earliest item */
 out:
 	pthread_mutex_unlock(&t->mu);
@@ -356,7 +428,7 @@ void blq__timer_sweep(blq *q, blq__cell *c)
 	while (t->n > 0) {
 		blq__timed e;
 
-		pop_top(t, &e);
+		pop_min(t, &e);
 		pthread_mutex_unlock(&t->mu); /* the DLQ may take its time */
 		blq__abandon(q, c, &e.item);
 		atomic_fetch_sub_explicit(&t->held, 1, memory_order_relaxed);

@@ -24,8 +24,16 @@ typedef struct blq__timer {
 	pthread_mutex_t mu;  /* guards everything below */
 	pthread_cond_t cond; /* the thread: new earliest item, kick, stop */
 	pthread_cond_t room; /* producers waiting for room */
+	/* Min-heap by (due, order), for items that arrive out of due order. */
 	blq__timed *heap;
-	size_t n, cap, limit; /* held, allocated, timer_capacity */
+	size_t hn, hcap;
+	/* The lane: a FIFO ring, lane[(lhead + i) % lcap], for items that
+	 * arrive in due order (no earlier than the lane's last), which is most
+	 * of them: one delay interval, one backoff step. O(1) instead of a
+	 * heap's log n moves of a 96-byte entry. */
+	blq__timed *lane;
+	size_t lhead, ln, lcap;
+	size_t n, limit; /* held in both, timer_capacity */
 	/* n, readable without the lock, and counted like q->staged (of which
 	 * it is a part): raised at the add, lowered after the delivery. */
 	_Atomic uint64_t held;

@@ -438,6 +438,30 @@ Test(retry, a_long_delay_at_the_head_holds_up_nothing)
 	close_balanced(q);
 }
 
+/* The timer's FIFO lane takes items due no earlier than its last one, the
+ * heap the rest; what comes out is in due order either way, ties in
+ * enqueue order, also across the two (ids 0 and 5 both due at +5 s). */
+Test(retry, the_timer_releases_in_due_order_ties_in_enqueue_order)
+{
+	blq_config c = cfg(64, 1); /* one worker: it runs them in ring order */
+	blq *q = must_new(&c);
+	static const unsigned delay_s[] = {5, 3, 7, 3, 1, 5, 9, 2};
+	static const uint64_t want[] = {4, 7, 1, 3, 0, 5, 2, 6};
+
+	for (uint64_t i = 0; i < 8; i++) {
+		blq_job j = {.payload = tu_item_new(i), .delay_ns = delay_s[i] * SEC};
+		cr_assert_eq(blq_enqueue_job(q, &j), 0);
+	}
+	advance(q, 10 * SEC); /* all due at once: one batch, in order */
+	cr_assert(TU_WAIT_FOR(stats(q).processed == 8, 2000));
+	for (unsigned i = 0; i < 8; i++) {
+		cr_assert(atomic_load_explicit(&R.ready[i], memory_order_acquire));
+		cr_expect_eq(R.id[i], want[i], "position %u: id %llu, want %llu", i,
+			     (unsigned long long)R.id[i], (unsigned long long)want[i]);
+	}
+	close_balanced(q);
+}
+
 /* ---- deadlines with delays -------------------------------------------- */
 
 Test(retry, a_delayed_item_past_its_deadline_expires_or_goes_to_the_dlq)
