@@ -9,7 +9,7 @@ cd "$root"
 seconds=${1:-5}
 
 missing=()
-for p in build-essential cmake pkg-config; do
+for p in build-essential cmake pkg-config libhiredis-dev; do
 	dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
