@@ -169,7 +169,9 @@ struct blq {
 	 * Counted in blq_size. */
 	alignas(BLQ__CACHELINE) _Atomic uint64_t staged;
 
-	unsigned nworkers; /* thread ceiling: max workers_max of config and schedule */
+	/* Read on every enqueue and take: a line of their own, away from
+	 * `staged`, which QoS producers, retries and the timer write. */
+	alignas(BLQ__CACHELINE) unsigned nworkers; /* thread ceiling: max workers_max of config and schedule */
 	blq__worker *workers;
 	unsigned ncells; /* nworkers + BLQ__PRODUCER_CELLS + 1 (closer) */
 	blq__cell *cells;
