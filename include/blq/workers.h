@@ -62,7 +62,11 @@ typedef struct blq_chain blq_chain;
  * may.
  */
 BLQ_API blq_chain *blq_chain_new(const blq_worker *steps, size_t n, blq_error *err);
+/** blq_chain_free() - frees the chain (not its steps' contexts); call after
+ * every queue using it closed. NULL is a no-op. */
 BLQ_API void blq_chain_free(blq_chain *c);
+/** blq_chain_worker() - the chain as a blq_worker {fn, ctx} for a queue's
+ * config or another chain; valid until blq_chain_free. */
 BLQ_API blq_worker blq_chain_worker(blq_chain *c);
 
 typedef struct blq_async_chain blq_async_chain;
@@ -98,6 +102,8 @@ BLQ_API blq_async_chain *blq_async_chain_new(const blq_async_config *cfg, blq_er
 /** blq_async_chain_free() - joins the helpers; call after the queues using
  * it closed. NULL is a no-op. */
 BLQ_API void blq_async_chain_free(blq_async_chain *a);
+/** blq_async_chain_worker() - the async chain as a blq_worker {fn, ctx};
+ * valid until blq_async_chain_free. */
 BLQ_API blq_worker blq_async_chain_worker(blq_async_chain *a);
 
 #ifdef __cplusplus
