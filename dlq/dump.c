@@ -181,7 +181,7 @@ static bool take_batch(blq_dump *d)
 		bool asked = d->flush_req > d->flush_done;
 
 		if (d->cur_count > 0) {
-			uint64_t due = d->cur_first_ns + d->cfg.flush_interval_ns;
+			uint64_t due = blq__sat_add(d->cur_first_ns, d->cfg.flush_interval_ns);
 			int reason = -1;
 
 			if (d->cur.len >= d->cfg.capacity)
@@ -307,9 +307,12 @@ static void *flusher(void *arg)
 
 				d->failing = false;
 				d->refused_episode = 0;
+				/* The logger may call back into the dump: not under mu. */
+				pthread_mutex_unlock(&d->mu);
 				blq__dlog(&d->cfg.logger, BLQ_LOG_INFO,
 					  "dump %s: writes succeed again (%llu items refused meanwhile)",
 					  d->name, (unsigned long long)refused);
+				pthread_mutex_lock(&d->mu);
 			}
 			if (d->out_gen > d->flush_done)
 				d->flush_done = d->out_gen;
@@ -323,7 +326,7 @@ static void *flusher(void *arg)
 			d->failing = true;
 			pthread_cond_broadcast(&d->room); /* waiting producers: refuse */
 		}
-		uint64_t now = blq__mono_ns(), until = now + d->retry_ns;
+		uint64_t now = blq__mono_ns(), until = blq__sat_add(now, d->retry_ns);
 		if (d->closing) {
 			if (now >= d->close_deadline) {
 				drop_all(d);
@@ -352,6 +355,11 @@ static int check(const blq_dump_config *c, blq_error *err)
 	if (c->encoder.encode == NULL)
 		return blq__error_set(err, BLQ_EINVAL,
 				      "encoder: encode is NULL (try blq_dump_bytes_encoder())");
+	int rc;
+	if ((rc = blq__dump_check_interval(c->flush_interval_ns, "flush_interval_ns", false, err)) ||
+	    (rc = blq__dump_check_interval(c->retry_interval_ns, "retry_interval_ns", false, err)) ||
+	    (rc = blq__dump_check_interval(c->close_timeout_ns, "close_timeout_ns", true, err)))
+		return rc;
 	if (c->writer == NULL || c->writer->write == NULL)
 		return blq__error_set(err, BLQ_EINVAL, "writer: required");
 	if (c->fallback != NULL && c->fallback->write == NULL)
@@ -428,11 +436,15 @@ int blq_dump_close(blq_dump *d)
 	pthread_mutex_lock(&d->mu);
 	if (!d->closing) {
 		d->closing = true;
-		d->close_deadline = blq__mono_ns() + d->cfg.close_timeout_ns;
+		d->close_deadline = blq__sat_add(blq__mono_ns(), d->cfg.close_timeout_ns);
 		pthread_cond_broadcast(&d->wake);
 		pthread_cond_broadcast(&d->room);
+		size_t buffered = d->out_left + d->cur_count;
+		/* The logger may call back into the dump: not under mu. */
+		pthread_mutex_unlock(&d->mu);
 		blq__dlog(&d->cfg.logger, BLQ_LOG_INFO, "dump %s: closing (%zu items buffered)",
-			  d->name, d->out_left + d->cur_count);
+			  d->name, buffered);
+		pthread_mutex_lock(&d->mu);
 	}
 	while (!d->stopped)
 		pthread_cond_wait(&d->done, &d->mu);

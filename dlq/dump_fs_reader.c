@@ -207,6 +207,11 @@ static int quarantine(fs_reader *r, fs_dump *d, blq_error *err)
 
 	base = base ? base + 1 : d->path;
 	describe(r, d, why, sizeof(why));
+	/* It may have been removed since the reader was made: without it the
+	 * file would be restored again at every poll. */
+	if (mkdir(r->quarantine, 0755) != 0 && errno != EEXIST)
+		return blq__error_set(err, BLQ_EIO, "quarantine \"%s\": %s", r->quarantine,
+				      strerror(errno));
 	for (unsigned k = 0;; k++) {
 		int n = k == 0 ? snprintf(to, sizeof(to), "%s/%s", r->quarantine, base)
 			       : snprintf(to, sizeof(to), "%s/%s.%u", r->quarantine, base, k);

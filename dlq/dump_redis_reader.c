@@ -128,7 +128,10 @@ static redisReply *claim(redis_reader *rr, redisReply **entries, blq_error *err)
 		if (rep == NULL)
 			return NULL;
 		if (rep->type == REDIS_REPLY_ERROR) {
+			bool nogroup = strncmp(rep->str, "NOGROUP", 7) == 0;
 			reply_error(rr, "XAUTOCLAIM", rep, err);
+			if (nogroup && make_group(rr, err) == 0)
+				err->code = 0; /* nothing to claim in a new group: read new entries */
 			return NULL;
 		}
 		if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 2 ||

@@ -81,3 +81,16 @@ int blq__dump_thread(pthread_t *t, void *(*fn)(void *), void *arg, const char *t
 	pthread_setname_np(*t, tname);
 	return 0;
 }
+
+int blq__dump_check_interval(uint64_t v, const char *field, bool forever_ok, blq_error *err)
+{
+	const uint64_t year = 365ull * 24 * 3600 * 1000000000ull;
+
+	if (v <= year || (forever_ok && v == UINT64_MAX))
+		return 0;
+	return blq__error_set(err, BLQ_EINVAL,
+			      "%s: must be at most 1 year (%llu ns)%s, got %llu (a negative value "
+			      "cast to unsigned?)",
+			      field, (unsigned long long)year, forever_ok ? " or UINT64_MAX (no limit)" : "",
+			      (unsigned long long)v);
+}

@@ -3,6 +3,7 @@
 #define BLQ_DLQ_DUMP_UTIL_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <blq/dlqdump.h>
@@ -11,6 +12,17 @@
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t blq__mono_ns(void);
+
+/* a + b, saturated: a deadline that would wrap means "never". */
+static inline uint64_t blq__sat_add(uint64_t a, uint64_t b)
+{
+	return b > UINT64_MAX - a ? UINT64_MAX : a + b;
+}
+
+/* Durations are at most a year (a larger one is a mistake, often a
+ * negative number cast to unsigned); BLQ_EINVAL naming field otherwise.
+ * forever_ok: UINT64_MAX is also accepted, meaning "no limit". */
+int blq__dump_check_interval(uint64_t v, const char *field, bool forever_ok, blq_error *err);
 
 /* A condition variable on CLOCK_MONOTONIC. Returns 0 or the pthread error. */
 int blq__cond_init_mono(pthread_cond_t *c);

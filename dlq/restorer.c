@@ -60,7 +60,7 @@ static bool pause_for(blq_restorer *r, uint64_t ns)
 {
 	pthread_mutex_lock(&r->mu);
 	if (!r->closing)
-		blq__cond_wait_until(&r->cond, &r->mu, blq__mono_ns() + ns);
+		blq__cond_wait_until(&r->cond, &r->mu, blq__sat_add(blq__mono_ns(), ns));
 	bool go_on = !r->closing;
 	pthread_mutex_unlock(&r->mu);
 	return go_on;
@@ -232,7 +232,7 @@ static void *run(void *arg)
 		pthread_mutex_lock(&r->mu);
 		if (!r->closing && !r->kicked)
 			blq__cond_wait_until(&r->cond, &r->mu,
-					     blq__mono_ns() + r->cfg.check_interval_ns);
+					     blq__sat_add(blq__mono_ns(), r->cfg.check_interval_ns));
 	}
 	pthread_mutex_unlock(&r->mu);
 	return NULL;
@@ -251,6 +251,11 @@ static int check(const blq_restorer_config *c, blq_error *err)
 				      "decoder: decode is NULL (try blq_dump_bytes_decoder())");
 	if (c->target == NULL)
 		return blq__error_set(err, BLQ_EINVAL, "target: required");
+	int rc;
+	if ((rc = blq__dump_check_interval(c->check_interval_ns, "check_interval_ns", false, err)) ||
+	    (rc = blq__dump_check_interval(c->postpone_interval_ns, "postpone_interval_ns", false,
+					   err)))
+		return rc;
 	if (isnan(c->allow_rate) || c->allow_rate < 0.0 || c->allow_rate > 1.0)
 		return blq__error_set(err, BLQ_EINVAL, "allow_rate: must be in (0, 1], got %g",
 				      c->allow_rate);

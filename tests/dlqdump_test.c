@@ -672,6 +672,191 @@ Test(dlqdump, a_full_target_postpones_and_nothing_is_dropped)
 
 /* ---- Prometheus --------------------------------------------------- */
 
+/* ---- review fixes --------------------------------------------------- */
+
+static _Atomic int flaky_calls;
+
+/* Fails twice, then writes everything. */
+static int flaky_write(blq_dump_writer *w, const blq_dump_batch *b, size_t *done, blq_error *err)
+{
+	(void)w, (void)err;
+	if (atomic_fetch_add(&flaky_calls, 1) < 2) {
+		*done = 0;
+		return BLQ_EIO;
+	}
+	*done = b->count;
+	return 0;
+}
+
+/* A duration that would wrap a deadline means "no limit", not "already
+ * passed": close with close_timeout_ns UINT64_MAX keeps retrying until the
+ * writer recovers. Durations above a year are refused, naming the field. */
+Test(dlqdump, durations_saturate_and_a_close_may_retry_without_limit)
+{
+	blq_dump_writer w = {.write = flaky_write};
+	blq_dump_config dc = {.capacity = 4096, .encoder = blq_dump_string_encoder(), .writer = &w,
+			      .retry_interval_ns = 1000000, .close_timeout_ns = UINT64_MAX};
+	blq_dump *d = must_dump(&dc);
+	char s[] = "item";
+
+	atomic_store(&flaky_calls, 0);
+	cr_assert_eq(blq_dump_enqueue(d, s), 0);
+	cr_expect_eq(blq_dump_close(d), 0);
+	struct blq_dump_stats st = dstats(d);
+	cr_expect_eq(st.written, 1);
+	cr_expect_eq(st.dropped, 0);
+	cr_expect_geq(atomic_load(&flaky_calls), 3);
+	blq_dump_free(d);
+
+	blq_error err;
+	blq_dump_config bad = dc;
+	bad.flush_interval_ns = (uint64_t)-5;
+	cr_expect_null(blq_dump_new(&bad, &err));
+	cr_expect(strstr(err.msg, "flush_interval_ns: must be at most 1 year") != NULL, "%s",
+		  err.msg);
+	bad = dc;
+	bad.close_timeout_ns = UINT64_MAX - 1;
+	cr_expect_null(blq_dump_new(&bad, &err));
+	cr_expect(strstr(err.msg, "close_timeout_ns") != NULL, "%s", err.msg);
+
+	char *dir = du_tmpdir("dur");
+	blq_dump_reader *rd = blq_dump_fs_reader_new(&(blq_dump_fs_config){.directory = dir}, NULL);
+	blq *q = sink_new(16);
+	blq_restorer_config rc = {.reader = rd, .decoder = blq_dump_bytes_decoder(), .target = q,
+				  .check_interval_ns = (uint64_t)-1};
+	cr_expect_null(blq_restorer_new(&rc, &err));
+	cr_expect(strstr(err.msg, "check_interval_ns: must be at most 1 year") != NULL, "%s",
+		  err.msg);
+	blq_free(q);
+	blq_dump_reader_free(rd);
+	du_rmrf(dir);
+}
+
+/* A quarantine directory removed after the reader was made is made again:
+ * else the damaged file would be restored at every poll. */
+Test(dlqdump, a_removed_quarantine_directory_is_made_again)
+{
+	char *dir = du_tmpdir("quar");
+	char f[512], q[600];
+
+	write_file(dir, 1, 3, 0, f);
+	cr_assert_eq(truncate(f, 16 + 2 * (12 + 20) + 7), 0); /* two good records */
+	blq_dump_fs_config fc = {.directory = dir, .version = 1};
+	blq_dump_reader *rd = blq_dump_fs_reader_new(&fc, NULL);
+	cr_assert_not_null(rd);
+	snprintf(q, sizeof(q), "%s/quarantine", dir);
+	rmdir(q);
+	void *dump;
+	blq_dump_record rec;
+	blq_error err;
+	unsigned handed = 0;
+	cr_assert_eq(rd->next(rd, &dump, &err), 1);
+	while (rd->record(rd, dump, &rec, &err) == 1)
+		handed++;
+	cr_expect_eq(rd->commit(rd, dump, &err), 0, "%s", err.msg);
+	cr_expect_eq(handed, 2);
+	cr_expect_eq(rd->next(rd, &dump, &err), 0, "nothing left to restore again");
+	cr_expect_eq(du_count(dir, "quarantine/*.bin"), 1);
+	blq_dump_reader_free(rd);
+	du_rmrf(dir);
+}
+
+static blq_dump *logging_dump;
+static _Atomic int logged_lines;
+
+/* A logger that reads the dump it logs for (e.g. to add counters). */
+static void stats_logger(void *ctx, int level, const char *fmt, va_list ap)
+{
+	struct blq_dump_stats st;
+
+	(void)ctx, (void)level, (void)fmt, (void)ap;
+	blq_dump_stats(logging_dump, &st);
+	atomic_fetch_add(&logged_lines, 1);
+}
+
+static _Atomic int ok_after;
+
+static int fail_first_write(blq_dump_writer *w, const blq_dump_batch *b, size_t *done,
+			    blq_error *err)
+{
+	(void)w, (void)err;
+	if (atomic_fetch_add(&ok_after, 1) < 1) {
+		*done = 0;
+		return BLQ_EIO;
+	}
+	*done = b->count;
+	return 0;
+}
+
+/* The dump logs outside its lock, so a logger may call back into it: the
+ * "closing" and "writes succeed again" lines used to deadlock. */
+Test(dlqdump, a_logger_may_call_back_into_the_dump)
+{
+	blq_dump_writer w = {.write = fail_first_write};
+	blq_dump_config dc = {.capacity = 4096, .encoder = blq_dump_string_encoder(), .writer = &w,
+			      .retry_interval_ns = 1000000,
+			      .logger = {.log = stats_logger, .level = BLQ_LOG_DEBUG}};
+	char s[] = "item";
+
+	atomic_store(&ok_after, 0);
+	atomic_store(&logged_lines, 0);
+	logging_dump = must_dump(&dc);
+	cr_assert_eq(blq_dump_enqueue(logging_dump, s), 0);
+	cr_expect_eq(blq_dump_close(logging_dump), 0);
+	cr_expect_geq(atomic_load(&logged_lines), 2, "closing, and writes succeed again");
+	cr_expect_eq(dstats(logging_dump).written, 1);
+	blq_dump_free(logging_dump);
+}
+
+#ifdef BLQ_TEST_WITH_REDIS
+#include <hiredis/hiredis.h>
+
+/* The stream key vanished (a restart without persistence, a DEL): the
+ * reader makes its consumer group again instead of failing on NOGROUP at
+ * every poll while the writer's XADD refills the stream. */
+Test(dlqdump, the_redis_reader_survives_a_vanished_group)
+{
+	const char *addr = getenv("BLQ_TEST_REDIS");
+	if (addr == NULL) {
+		fprintf(stderr, "BLQ_TEST_REDIS unset: scripts/test.sh provides a server\n");
+		return;
+	}
+	char host[64];
+	int port = 0;
+	cr_assert_eq(sscanf(addr, "%63[^:]:%d", host, &port), 2, "BLQ_TEST_REDIS=%s", addr);
+	redisContext *c = redisConnect(host, port);
+	cr_assert(c != NULL && c->err == 0, "redis at %s", addr);
+	freeReplyObject(redisCommand(c, "DEL blq:test:nogroup"));
+	blq_error err;
+	blq_dump_redis_config rcfg = {.host = host, .port = port, .key = "blq:test:nogroup",
+				      .version = 1};
+	blq_dump_reader *rd = blq_dump_redis_reader_new(&rcfg, &err);
+	blq_dump_writer *w = blq_dump_redis_writer_new(&rcfg, &err);
+	cr_assert(rd != NULL && w != NULL, "%s", err.msg);
+	void *dump = NULL;
+	cr_expect_eq(rd->next(rd, &dump, &err), 0, "empty at first");
+	freeReplyObject(redisCommand(c, "DEL blq:test:nogroup"));
+	blq_dump_config dc = {.version = 1, .capacity = 1 << 16, .encoder = blq_dump_bytes_encoder(),
+			      .item_free = free, .writer = w};
+	blq_dump *d = must_dump(&dc);
+	for (int i = 0; i < 10; i++)
+		cr_assert_eq(blq_dump_enqueue(d, blq_bytes_new("hello", 5)), 0);
+	cr_assert_eq(blq_dump_flush(d), 0);
+	int r = 0;
+	for (int k = 0; k < 3 && r != 1; k++)
+		r = rd->next(rd, &dump, &err);
+	cr_expect_eq(r, 1, "entries handed out again: %s", err.msg);
+	if (r == 1)
+		rd->release(rd, dump);
+	blq_dump_close(d);
+	blq_dump_free(d);
+	blq_dump_writer_free(w);
+	blq_dump_reader_free(rd);
+	freeReplyObject(redisCommand(c, "DEL blq:test:nogroup"));
+	redisFree(c);
+}
+#endif
+
 static int run_with_input(const char *cmd, const char *input, char *out, size_t cap)
 {
 	char path[] = "/tmp/blq-prom-XXXXXX";

@@ -340,7 +340,8 @@ typedef struct blq_dump_config {
 	 * 100 ms. */
 	uint64_t retry_interval_ns;
 	/* How long close keeps retrying failed batches before counting them
-	 * lost. Default 5 s. */
+	 * lost. Default 5 s; UINT64_MAX: no limit. Like every duration here,
+	 * at most a year otherwise. */
 	uint64_t close_timeout_ns;
 	/* Metrics (the struct must outlive the dump) and logger; optional. */
 	const blq_dump_metrics *metrics;
