@@ -125,14 +125,18 @@ static void sweep(blq *q)
 			 (unsigned long long)n, q->leaky ? "went to the DLQ" : "were lost");
 }
 
-static void finish(blq *q)
+/* abs_ns: the close's limit on CLOCK_MONOTONIC (0 = none); past it the
+ * rescue turns into a force. True when it had to force. */
+static bool finish(blq *q, uint64_t abs_ns)
 {
+	bool timed_out = false;
+
 	pthread_mutex_lock(&q->mu);
 	if (q->finishing) {
 		while (q->state != BLQ__CLOSED)
 			pthread_cond_wait(&q->cond, &q->mu);
 		pthread_mutex_unlock(&q->mu);
-		return;
+		return false;
 	}
 	q->finishing = true;
 	pthread_mutex_unlock(&q->mu);
@@ -144,7 +148,11 @@ static void finish(blq *q)
 	 * Every thread has exited now, so a slot is free: start one to drain. */
 	while (!atomic_load_explicit(&q->forced, memory_order_acquire) && blq_size(q) > 0) {
 		blq__pool_rescue(q);
-		wait_workers(q, 0);
+		if (!wait_workers(q, abs_ns)) {
+			begin_close(q, true);
+			timed_out = true;
+			wait_workers(q, 0);
+		}
 	}
 	/* A producer that was still in flight may have started a worker for
 	 * its item (workers_min 0); joining waits for it to drain and exit. */
@@ -163,6 +171,7 @@ static void finish(blq *q)
 	pthread_mutex_unlock(&q->mu);
 	blq__wake_all(q); /* blq_wait_idle callers: the sweep emptied the rings */
 	blq__log(q, BLQ_LOG_INFO, "queue %s: closed", q->name);
+	return timed_out;
 }
 
 int blq_close_timeout(blq *q, uint64_t timeout_ns)
@@ -174,11 +183,13 @@ int blq_close_timeout(blq *q, uint64_t timeout_ns)
 	begin_close(q, false);
 	if (blq__is_own_worker(q))
 		return 0;
-	if (!wait_workers(q, blq__deadline_after(timeout_ns))) {
+	uint64_t abs_ns = blq__deadline_after(timeout_ns);
+	if (!wait_workers(q, abs_ns)) {
 		begin_close(q, true);
 		rc = BLQ_ETIMEDOUT;
 	}
-	finish(q);
+	if (finish(q, abs_ns))
+		rc = BLQ_ETIMEDOUT;
 	return rc;
 }
 
@@ -194,6 +205,6 @@ int blq_force_close(blq *q)
 	begin_close(q, true);
 	if (blq__is_own_worker(q))
 		return 0;
-	finish(q);
+	finish(q, 0);
 	return 0;
 }

@@ -218,7 +218,7 @@ static void deliver_batch(blq *q, blq__timed *due, size_t k, uint64_t now)
 		if (wake[i] != NULL)
 			blq__ec_notify(wake[i], 1); /* a woken worker passes it on */
 	/* A balanced pool may have no active worker (workers_min 0). */
-	if (wake[0] != NULL && q->balanced &&
+	if ((wake[0] != NULL || wake[1] != NULL) && q->balanced &&
 	    atomic_load_explicit(&q->n_active, memory_order_acquire) == 0)
 		blq__scale_up_hint(q);
 	if (atomic_load_explicit(&q->closed, memory_order_seq_cst))

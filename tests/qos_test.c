@@ -491,6 +491,32 @@ Test(qos, a_delayed_item_enters_its_subq_when_due)
 	blq_free(q);
 }
 
+/* A balanced QoS pool at zero threads: a delayed item that comes due goes
+ * into its sub-queue, and that starts a worker at once (not at the next
+ * heartbeat, an hour away here). */
+Test(qos, a_due_item_starts_a_worker_in_an_idle_balanced_pool)
+{
+	wctx *w = wctx_new(true);
+	blq_qos_config qc = sq3(BLQ_QOS_PQ, 8, 4);
+	blq_config c = cfg_for(w, &qc);
+	c.workers = 0;
+	c.workers_min = 0;
+	c.workers_max = 2;
+	c.heartbeat_interval_ns = 3600ull * 1000000000ull;
+	c.clock.now_ns = fake_now;
+	blq *q = must_new(&c);
+
+	cr_assert(TU_WAIT_FOR(stats(q).workers_active == 0, 2000));
+	blq_job j = {.payload = tu_item_new(ID(MED, 1)), .delay_ns = 1000000000ull};
+	cr_assert_eq(blq_enqueue_job(q, &j), 0);
+	atomic_fetch_add(&fake_ns, 1000000000ull);
+	blq__timer_kick(q);
+	cr_expect(TU_WAIT_FOR(stats(q).processed == 1, 2000), "ran without waiting for a heartbeat");
+	cr_assert_eq(blq_close(q), 0);
+	expect_balanced(q);
+	blq_free(q);
+}
+
 /* Front leak: the sub-queue's oldest items make room for the new ones. */
 Test(qos, leak_front_per_subq)
 {

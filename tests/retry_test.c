@@ -556,6 +556,74 @@ Test(retry, force_close_hands_the_timer_to_the_dlq_or_counts_it_lost)
 	}
 }
 
+/* blq_close_timeout keeps its limit even when the drain needs a rescued
+ * worker: a balanced pool at zero threads, and a producer still inside
+ * enqueue with a delayed job as the close begins (held there by the
+ * clock, which it reads after its closed check). The close must force at
+ * its limit, not wait 3 s for the item to come due. */
+static _Atomic int held_in_clock, release_producer;
+static _Thread_local int is_held_producer;
+
+static uint64_t holding_clock(void *ctx)
+{
+	(void)ctx;
+	if (is_held_producer && !atomic_load(&release_producer)) {
+		atomic_store(&held_in_clock, 1);
+		while (!atomic_load(&release_producer))
+			tu_sleep_us(100);
+	}
+	return tu_now_ns();
+}
+
+static void *held_producer(void *arg)
+{
+	is_held_producer = 1;
+	blq_job j = {.payload = tu_item_new(1), .delay_ns = 3 * SEC};
+	int rc = blq_enqueue_job(arg, &j);
+	if (rc != 0)
+		tu_item_free(j.payload);
+	return (void *)(intptr_t)rc;
+}
+
+static void *release_later(void *arg)
+{
+	(void)arg;
+	tu_sleep_us(20000);
+	atomic_store(&release_producer, 1);
+	return NULL;
+}
+
+Test(retry, close_timeout_keeps_its_limit_when_a_rescue_is_needed)
+{
+	blq_config c = cfg(8, 0);
+	c.workers_min = 0;
+	c.workers_max = 2;
+	c.clock.now_ns = holding_clock;
+	blq *q = must_new(&c);
+	pthread_t p, r;
+
+	atomic_store(&held_in_clock, 0);
+	atomic_store(&release_producer, 0);
+	pthread_create(&p, NULL, held_producer, q);
+	cr_assert(TU_WAIT_FOR(atomic_load(&held_in_clock), 2000));
+	pthread_create(&r, NULL, release_later, NULL);
+	uint64_t t0 = tu_now_ns();
+	int rc = blq_close_timeout(q, 50 * MS);
+	uint64_t took = tu_now_ns() - t0;
+	void *prc;
+	pthread_join(p, &prc);
+	pthread_join(r, NULL);
+	cr_expect(took < 1 * SEC, "close took %llu ms", (unsigned long long)(took / MS));
+	struct blq_stats s = stats(q);
+	cr_expect(tu_balanced(&s));
+	if ((intptr_t)prc == 0) { /* accepted: it had to be forced */
+		cr_expect_eq(rc, BLQ_ETIMEDOUT);
+		cr_expect_eq(s.lost, 1);
+	}
+	blq_free(q);
+	cr_expect_eq(atomic_load(&tu_freed), 1);
+}
+
 /* ---- a full timer follows the queue's rules -------------------------- */
 
 static void *blocking_enqueue(void *arg)

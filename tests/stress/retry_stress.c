@@ -3,7 +3,11 @@
  * per-job delays, deadlines and timeouts, a small timer now and then (so
  * the full-timer paths run), enqueue-and-wait callers that give up early,
  * and a random close (graceful, with a short limit, forced) while the
- * producers and the timer are busy. Real clock, microsecond intervals.
+ * producers and the timer are busy; on plain rings or QoS sub-queues
+ * (due items then enter their sub-queue), with a fixed pool or a balanced
+ * one that drops to zero threads between bursts (a 1-3 ms heartbeat).
+ * Real clock, microsecond intervals. A round that does not finish its
+ * close within 40 s says so and exits (a hang, not a slow machine).
  *
  * Every item carries an outcome counter: after the close each accepted
  * item must have exactly one outcome (processed by a worker, freed by the
@@ -20,7 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <blq/blq.h>
 
@@ -38,6 +44,7 @@ typedef struct item {
 	_Atomic int running;  /* a worker is inside it: must stay 0 or 1 */
 	_Atomic int outcomes; /* must end 1 when accepted, 0 when refused */
 	bool accepted;
+	unsigned pct; /* QoS: the percent the evaluator gives it */
 } item;
 
 typedef struct round_ctx {
@@ -108,6 +115,25 @@ static int worker(void *ctx, void *payload, blq_task *task)
 	return 0;
 }
 
+static unsigned by_pct(void *ctx, void *payload, uint64_t weight)
+{
+	(void)ctx, (void)weight;
+	return ((item *)payload)->pct;
+}
+
+static unsigned alarm_round;
+
+static void on_alarm(int sig)
+{
+	char b[80];
+	int n = snprintf(b, sizeof(b), "retry_stress: round %u: close hangs\n", alarm_round);
+
+	(void)sig;
+	if (write(2, b, (size_t)n) < 0)
+		_exit(3);
+	_exit(3);
+}
+
 static void item_free(void *payload)
 {
 	outcome(g_round, payload);
@@ -140,6 +166,7 @@ static void *producer(void *p)
 
 		it->producer = a->index;
 		it->seq = i;
+		it->pct = 1 + (unsigned)rand_r(&seed) % 100;
 		atomic_store(&it->magic, MAGIC_LIVE);
 		if (rand_r(&seed) % 4 == 0)
 			j.delay_ns = (uint64_t)(rand_r(&seed) % 300) * US;
@@ -190,8 +217,31 @@ static int run_round(unsigned round, uint64_t per)
 	g_round = r;
 
 	c.name = "retry-stress";
-	c.capacity = 16 + rand_r(&seed) % 64;
-	c.workers = 1 + rand_r(&seed) % 4;
+	bool with_qos = round % 2, balanced = (round / 2) % 2;
+	blq_qos_subq sq[3] = {
+		{.name = "a", .capacity = 8 + rand_r(&seed) % 16, .weight = 3},
+		{.name = "b", .capacity = 8, .weight = 2},
+		{.name = "c", .capacity = 4, .weight = 1},
+	};
+	blq_qos_config qc = {
+		.algo = (enum blq_qos_algo)(rand_r(&seed) % 3),
+		.evaluator = {.kind = BLQ_QOS_EVAL_CUSTOM, .fn = by_pct},
+		.subqs = sq,
+		.nsubqs = 3,
+		.egress = {.capacity = 4 + rand_r(&seed) % 16, .workers = 1 + rand_r(&seed) % 2},
+	};
+	if (with_qos)
+		c.qos = &qc;
+	else
+		c.capacity = 16 + rand_r(&seed) % 64;
+	if (balanced) {
+		c.workers_min = 0;
+		c.workers_max = 1 + rand_r(&seed) % 3;
+		c.heartbeat_interval_ns = (1 + rand_r(&seed) % 3) * 1000000ull;
+		c.sleep_interval_ns = 2000000;
+	} else {
+		c.workers = 1 + rand_r(&seed) % 4;
+	}
 	c.worker = worker;
 	c.worker_ctx = r;
 	c.item_free = item_free;
@@ -229,9 +279,12 @@ static int run_round(unsigned round, uint64_t per)
 		struct timespec ts = {0, (long)(rand_r(&seed) % 30) * 1000000L};
 		nanosleep(&ts, NULL);
 	}
+	alarm_round = round;
+	alarm(40);
 	const char *how = stress_close(r->q, closing, &seed);
 	for (unsigned i = 0; i < PRODUCERS && !drain_first; i++)
 		pthread_join(t[i], NULL);
+	alarm(0);
 
 	struct blq_stats s;
 	blq_stats(r->q, &s);
@@ -256,10 +309,11 @@ static int run_round(unsigned round, uint64_t per)
 	}
 	blq_free(r->q);
 	unsigned errors = atomic_load(&r->errors);
-	printf("round %2u: cap %3zu w %u retries %u %s %s %-7s fail %2u%% in %5" PRIu64
+	printf("round %2u: %s %s cap %3zu w %u retries %u %s %s %-7s fail %2u%% in %5" PRIu64
 	       " processed %5" PRIu64 " failed %4" PRIu64 " leaked %5" PRIu64 " expired %4" PRIu64
 	       " lost %4" PRIu64 " retried %5" PRIu64 " timed out %3" PRIu64 " -> %s\n",
-	       round, c.capacity, c.workers, c.max_retries, c.retry_interval_ns ? "backoff" : "direct",
+	       round, with_qos ? "qos  " : "rings", balanced ? "balanced" : "fixed   ", s.capacity,
+	       balanced ? c.workers_max : c.workers, c.max_retries, c.retry_interval_ns ? "backoff" : "direct",
 	       c.dlq.enqueue ? "leaky" : "block",
 	       how, r->fail_pct, s.in,
 	       s.processed, s.failed, s.leaked, s.expired, s.lost, s.retried, s.timed_out,
@@ -271,5 +325,6 @@ static int run_round(unsigned round, uint64_t per)
 
 int main(int argc, char **argv)
 {
+	signal(SIGALRM, on_alarm);
 	return stress_main(argc, argv, 20, 5000, run_round);
 }
