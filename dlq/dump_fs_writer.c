@@ -73,6 +73,20 @@ static size_t make_name(const char *mask, uint64_t counter, time_t when, char *o
 	return strftime(out, cap, fmt, &tm);
 }
 
+/* True when the mask has a %i conversion: "%%i" is a literal "%i". */
+static bool has_counter(const char *mask)
+{
+	for (const char *m = mask; *m != '\0'; m++)
+		if (m[0] == '%') {
+			if (m[1] == 'i')
+				return true;
+			if (m[1] == '\0')
+				break;
+			m++; /* skip the pair: %% or another conversion */
+		}
+	return false;
+}
+
 static int fail(blq_error *err, const char *what, const char *path)
 {
 	return blq__error_set(err, BLQ_EIO, "%s \"%s\": %s", what, path, strerror(errno));
@@ -202,7 +216,7 @@ blq_dump_writer *blq_dump_fs_writer_new(const blq_dump_fs_config *cfg, blq_error
 		blq__error_set(err, BLQ_EINVAL, "file_mask: must not be empty");
 		return NULL;
 	}
-	if (strlen(mask) >= 200 || strchr(mask, '/') != NULL || strstr(mask, "%i") == NULL) {
+	if (strlen(mask) >= 200 || strchr(mask, '/') != NULL || !has_counter(mask)) {
 		blq__error_set(err, BLQ_EINVAL,
 			       "file_mask: \"%s\": must be under 200 bytes, without '/', with %%i "
 			       "(the counter that keeps names unique)",

@@ -394,6 +394,11 @@ blq_dump_reader *blq_dump_redis_reader_new(const blq_dump_redis_config *cfg, blq
 	}
 	if (blq__dump_check_logger(&cfg->logger, "logger", err) != 0)
 		return NULL;
+	if (cfg->read_count > 100000) {
+		blq__error_set(err, BLQ_EINVAL, "read_count: must be <= 100000 entries per dump, got %zu",
+			       cfg->read_count);
+		return NULL;
+	}
 	redis_reader *rr = calloc(1, sizeof(*rr));
 	if (rr == NULL) {
 		blq__error_set(err, BLQ_ENOMEM, "redis reader: out of memory");

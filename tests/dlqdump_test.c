@@ -249,6 +249,9 @@ Test(dlqdump, bad_configs_name_the_field)
 	fc.file_mask = "dump-%Y.bin"; /* no counter */
 	cr_expect_null(blq_dump_fs_writer_new(&fc, &err));
 	cr_expect(strstr(err.msg, "file_mask") && strstr(err.msg, "%i"), "%s", err.msg);
+	fc.file_mask = "dump-%%i.bin"; /* a literal "%i": still no counter */
+	cr_expect_null(blq_dump_fs_writer_new(&fc, &err));
+	cr_expect(strstr(err.msg, "file_mask") && strstr(err.msg, "%i"), "%s", err.msg);
 	fc.file_mask = "dump-%i.dat"; /* readers (default *.bin) would never see it */
 	cr_expect_null(blq_dump_fs_writer_new(&fc, &err));
 	cr_expect(strstr(err.msg, "match") != NULL, "%s", err.msg);
@@ -292,6 +295,13 @@ Test(dlqdump, bad_configs_name_the_field)
 	/* An unreachable Redis: the message names the address. */
 	int port = du_free_port();
 	blq_dump_redis_config rcfg = {.port = port, .key = "k", .connect_timeout_ns = 200000000};
+	cr_expect_null(blq_dump_redis_writer_new(&rcfg, &err));
+	rcfg.read_count = 1000000;
+	cr_expect_null(blq_dump_redis_reader_new(&rcfg, &err));
+#ifdef BLQ_TEST_WITH_REDIS
+	cr_expect(strstr(err.msg, "read_count: must be <= 100000") != NULL, "%s", err.msg);
+#endif
+	rcfg.read_count = 0;
 	cr_expect_null(blq_dump_redis_writer_new(&rcfg, &err));
 #ifdef BLQ_TEST_WITH_REDIS
 	char addr[64];

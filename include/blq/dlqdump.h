@@ -268,7 +268,7 @@ typedef struct blq_dump_redis_config {
 	 * take back its own pending entries at once after a restart). */
 	const char *group;
 	const char *consumer;
-	/* Reader: entries per dump. Default 512. */
+	/* Reader: entries per dump. Default 512; at most 100000. */
 	size_t read_count;
 	/* Reader: entries another consumer has held this long unacked are
 	 * taken over (XAUTOCLAIM): the owner died. Default 60 s; set it above
