@@ -144,7 +144,7 @@ int blq_dump_enqueue(blq_dump *d, void *payload)
 	blq__dump_rec_seal(d->cur.p + d->cur.len, (uint32_t)n, restores);
 	d->cur.len += BLQ__DUMP_REC_HEADER + (size_t)n;
 	if (d->cur_count++ == 0) {
-		d->cur_first_ns = blq__mono_ns();
+		d->cur_first_ns = blq__monotonic_ns();
 		pthread_cond_signal(&d->wake); /* arm the interval */
 	} else if (d->cur.len >= d->cfg.capacity) {
 		pthread_cond_signal(&d->wake);
@@ -188,7 +188,7 @@ static bool take_batch(blq_dump *d)
 				reason = BLQ_DUMP_FLUSH_SIZE;
 			else if (d->closing || asked)
 				reason = BLQ_DUMP_FLUSH_CLOSE;
-			else if (blq__mono_ns() >= due)
+			else if (blq__monotonic_ns() >= due)
 				reason = BLQ_DUMP_FLUSH_INTERVAL;
 			if (reason >= 0) {
 				blq__buf t = d->out;
@@ -326,7 +326,7 @@ static void *flusher(void *arg)
 			d->failing = true;
 			pthread_cond_broadcast(&d->room); /* waiting producers: refuse */
 		}
-		uint64_t now = blq__mono_ns(), until = blq__sat_add(now, d->retry_ns);
+		uint64_t now = blq__monotonic_ns(), until = blq__sat_add(now, d->retry_ns);
 		if (d->closing) {
 			if (now >= d->close_deadline) {
 				drop_all(d);
@@ -397,9 +397,9 @@ blq_dump *blq_dump_new(const blq_dump_config *cfg, blq_error *err)
 		d->cfg.close_timeout_ns = DEFAULT_CLOSE_TIMEOUT;
 	d->retry_ns = d->cfg.retry_interval_ns;
 	pthread_mutex_init(&d->mu, NULL);
-	blq__cond_init_mono(&d->wake);
-	blq__cond_init_mono(&d->room);
-	blq__cond_init_mono(&d->done);
+	blq__cond_init_monotonic(&d->wake);
+	blq__cond_init_monotonic(&d->room);
+	blq__cond_init_monotonic(&d->done);
 	if (blq__dump_thread(&d->thread, flusher, d, "blq-dump", "dump", d->name, err) != 0) {
 		pthread_cond_destroy(&d->wake);
 		pthread_cond_destroy(&d->room);
@@ -436,7 +436,7 @@ int blq_dump_close(blq_dump *d)
 	pthread_mutex_lock(&d->mu);
 	if (!d->closing) {
 		d->closing = true;
-		d->close_deadline = blq__sat_add(blq__mono_ns(), d->cfg.close_timeout_ns);
+		d->close_deadline = blq__sat_add(blq__monotonic_ns(), d->cfg.close_timeout_ns);
 		pthread_cond_broadcast(&d->wake);
 		pthread_cond_broadcast(&d->room);
 		size_t buffered = d->out_left + d->cur_count;

@@ -8,26 +8,6 @@
 #include "../util/errorf.h"
 #include "../util/thread.h"
 
-uint64_t blq__mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-int blq__cond_init_mono(pthread_cond_t *c)
-{
-	pthread_condattr_t a;
-	int e;
-
-	pthread_condattr_init(&a);
-	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-	e = pthread_cond_init(c, &a);
-	pthread_condattr_destroy(&a);
-	return e;
-}
-
 void blq__cond_wait_until(pthread_cond_t *c, pthread_mutex_t *mu, uint64_t deadline_ns)
 {
 	if (deadline_ns == UINT64_MAX) {

@@ -10,22 +10,13 @@
 
 #define BLQ__DUMP_NAME_MAX 63
 
-/* CLOCK_MONOTONIC in nanoseconds. */
-uint64_t blq__mono_ns(void);
-
-/* a + b, saturated: a deadline that would wrap means "never". */
-static inline uint64_t blq__sat_add(uint64_t a, uint64_t b)
-{
-	return b > UINT64_MAX - a ? UINT64_MAX : a + b;
-}
+/* blq__monotonic_ns, blq__sat_add, blq__cond_init_monotonic. */
+#include "../util/monotonic.h"
 
 /* Durations are at most a year (a larger one is a mistake, often a
  * negative number cast to unsigned); BLQ_EINVAL naming field otherwise.
  * forever_ok: UINT64_MAX is also accepted, meaning "no limit". */
 int blq__dump_check_interval(uint64_t v, const char *field, bool forever_ok, blq_error *err);
-
-/* A condition variable on CLOCK_MONOTONIC. Returns 0 or the pthread error. */
-int blq__cond_init_mono(pthread_cond_t *c);
 
 /* Waits on c (mu held) until woken or until deadline_ns (CLOCK_MONOTONIC;
  * UINT64_MAX: no deadline). Spurious wake-ups return too. */

@@ -33,7 +33,7 @@ static int connect_now(blq__redis *r, blq_error *err)
 			       c != NULL ? c->errstr : "out of memory");
 		if (c != NULL)
 			redisFree(c);
-		r->next_try_ns = blq__mono_ns() + r->backoff_ns;
+		r->next_try_ns = blq__monotonic_ns() + r->backoff_ns;
 		r->backoff_ns = r->backoff_ns * 2 < r->max_ns ? r->backoff_ns * 2 : r->max_ns;
 		return BLQ_EIO;
 	}
@@ -77,7 +77,7 @@ int blq__redis_ready(blq__redis *r, blq_error *err)
 {
 	if (r->c != NULL)
 		return 0;
-	uint64_t now = blq__mono_ns();
+	uint64_t now = blq__monotonic_ns();
 	if (now < r->next_try_ns)
 		return blq__error_set(err, BLQ_EIO, "redis %s: down, next attempt in %llu ms",
 				      r->addr,
@@ -93,7 +93,7 @@ void blq__redis_drop(blq__redis *r, blq_error *err)
 		       r->c->errstr[0] ? r->c->errstr : "connection lost");
 	redisFree(r->c);
 	r->c = NULL;
-	r->next_try_ns = blq__mono_ns() + r->backoff_ns;
+	r->next_try_ns = blq__monotonic_ns() + r->backoff_ns;
 }
 
 redisReply *blq__redis_call(blq__redis *r, int argc, const char **argv, const size_t *len,

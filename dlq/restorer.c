@@ -60,7 +60,7 @@ static bool pause_for(blq_restorer *r, uint64_t ns)
 {
 	pthread_mutex_lock(&r->mu);
 	if (!r->closing)
-		blq__cond_wait_until(&r->cond, &r->mu, blq__sat_add(blq__mono_ns(), ns));
+		blq__cond_wait_until(&r->cond, &r->mu, blq__sat_add(blq__monotonic_ns(), ns));
 	bool go_on = !r->closing;
 	pthread_mutex_unlock(&r->mu);
 	return go_on;
@@ -232,7 +232,7 @@ static void *run(void *arg)
 		pthread_mutex_lock(&r->mu);
 		if (!r->closing && !r->kicked)
 			blq__cond_wait_until(&r->cond, &r->mu,
-					     blq__sat_add(blq__mono_ns(), r->cfg.check_interval_ns));
+					     blq__sat_add(blq__monotonic_ns(), r->cfg.check_interval_ns));
 	}
 	pthread_mutex_unlock(&r->mu);
 	return NULL;
@@ -295,7 +295,7 @@ blq_restorer *blq_restorer_new(const blq_restorer_config *cfg, blq_error *err)
 	if (r->cfg.allow_rate == 0.0)
 		r->cfg.allow_rate = DEFAULT_ALLOW_RATE;
 	pthread_mutex_init(&r->mu, NULL);
-	blq__cond_init_mono(&r->cond);
+	blq__cond_init_monotonic(&r->cond);
 	if (blq__dump_thread(&r->thread, run, r, "blq-restore", "restorer", r->name, err) != 0) {
 		pthread_cond_destroy(&r->cond);
 		pthread_mutex_destroy(&r->mu);

@@ -8,9 +8,10 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <time.h>
 
 #include <blq/retry.h>
+
+#include "../util/monotonic.h"
 
 /* splitmix64: tiny, fast, and good enough for spreading retries. The
  * state is per thread, seeded from the thread's own address, the time and
@@ -20,11 +21,7 @@ static _Atomic uint64_t rng_threads;
 
 static uint64_t seed(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)(uintptr_t)&rng_state ^ ((uint64_t)ts.tv_nsec << 20) ^
-	       (uint64_t)ts.tv_sec ^
+	return (uint64_t)(uintptr_t)&rng_state ^ (blq__monotonic_ns() << 20) ^
 	       atomic_fetch_add_explicit(&rng_threads, 0x632BE59BD9B4E019ull,
 					 memory_order_relaxed);
 }

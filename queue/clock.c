@@ -1,8 +1,8 @@
 /*
  * Clocks.
  *
- * blq__monotonic_ns is the kernel's CLOCK_MONOTONIC: every sleep deadline
- * (futex, condition variable) is on it.
+ * blq__monotonic_ns (util/monotonic.h) is the kernel's CLOCK_MONOTONIC: every
+ * sleep deadline (futex, condition variable) is on it.
  *
  * blq__fast_ns is the queue's default clock (cfg.clock.now_ns unset): the
  * same CLOCK_MONOTONIC, read for a fraction of the cost on CPUs with an
@@ -36,20 +36,12 @@
 
 #include "internal.h"
 
-uint64_t blq__monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 uint64_t blq__deadline_after(uint64_t ns)
 {
-	if (ns == UINT64_MAX)
-		return 0;
-	uint64_t now = blq__monotonic_ns(); /* > 0: time since boot */
-	return ns < UINT64_MAX - now ? now + ns : 0;
+	/* now > 0 (time since boot), so 0 can mean "no limit". */
+	uint64_t abs = blq__sat_add(blq__monotonic_ns(), ns);
+
+	return abs == UINT64_MAX ? 0 : abs;
 }
 
 #if defined(__x86_64__)

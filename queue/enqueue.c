@@ -209,11 +209,6 @@ int blq__place(blq *q, blq__cell *c, blq__item *it, enum blq__mode mode, bool *p
 	}
 }
 
-static uint64_t add_sat(uint64_t a, uint64_t b)
-{
-	return b > UINT64_MAX - a ? UINT64_MAX : a + b;
-}
-
 /* `delay` is relative; it->deadline_ns arrives relative and leaves
  * absolute. `weight` is the QoS evaluator's input. */
 static int enqueue_item(blq *q, blq__item *it, enum blq__mode mode, uint64_t delay,
@@ -246,7 +241,7 @@ static int enqueue_item(blq *q, blq__item *it, enum blq__mode mode, uint64_t del
 		if (q->stamp)
 			it->enq_ns = now;
 		if (it->deadline_ns != 0)
-			it->deadline_ns = add_sat(now, it->deadline_ns);
+			it->deadline_ns = blq__sat_add(now, it->deadline_ns);
 		if (delay != 0) {
 			rc = blq__timer_add(q, it, now, delay, mode);
 			if (rc == BLQ_EFULL && q->leaky) {

@@ -17,6 +17,7 @@
 
 #include "../util/errorf.h"
 #include "../util/thread.h"
+#include "../util/monotonic.h"
 #include "ec.h"
 #include "ring.h"
 #include "timer.h"
@@ -204,9 +205,8 @@ uint64_t blq__ready(const blq *q);
 /* config.c */
 int blq__config_check(const blq_config *cfg, blq_error *err);
 
-/* clock.c: the kernel's CLOCK_MONOTONIC (for sleep deadlines), and the
- * same clock read cheaply (the queue's default clock). */
-uint64_t blq__monotonic_ns(void);
+/* clock.c: CLOCK_MONOTONIC read cheaply (the queue's default clock; sleep
+ * deadlines use blq__monotonic_ns, util/monotonic.h). */
 uint64_t blq__fast_ns(void);
 /* The absolute CLOCK_MONOTONIC time `ns` from now, for blq__ec_wait and
  * condition variables; 0 (no limit) for UINT64_MAX or on overflow. */

@@ -116,9 +116,6 @@ static int alloc_workers(blq *q)
 
 static int init_sync(blq *q)
 {
-	pthread_condattr_t attr;
-	int rc = 0;
-
 	if (pthread_mutex_init(&q->mu, NULL) != 0)
 		return BLQ_ENOMEM;
 	if (pthread_mutex_init(&q->pool_mu, NULL) != 0) {
@@ -127,18 +124,12 @@ static int init_sync(blq *q)
 	}
 	/* Close timeouts are measured on CLOCK_MONOTONIC: a wall-clock jump
 	 * must not stretch or cut them. */
-	if (pthread_condattr_init(&attr) != 0) {
+	if (blq__cond_init_monotonic(&q->cond) != 0) {
+		pthread_mutex_destroy(&q->pool_mu);
 		pthread_mutex_destroy(&q->mu);
 		return BLQ_ENOMEM;
 	}
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	if (pthread_cond_init(&q->cond, &attr) != 0) {
-		pthread_mutex_destroy(&q->pool_mu);
-		pthread_mutex_destroy(&q->mu);
-		rc = BLQ_ENOMEM;
-	}
-	pthread_condattr_destroy(&attr);
-	return rc;
+	return 0;
 }
 
 static void destroy(blq *q, bool sync_ready)

@@ -11,12 +11,13 @@
  *   sleeps through a delay or a backoff (the original makes the worker
  *   sleep, so one long per-job delay holds a worker, and with it the items
  *   behind it); an item in the timer is never in front of one that is due.
- * - Lazy: the heap memory and the thread come with the first item, so a
- *   queue that never delays or backs off has neither. The heap grows by
- *   doubling up to timer_capacity (default: the queue's capacity); beyond
- *   that the caller's rules apply (timer_add's mode).
+ * - Lazy: the lane's and heap's memory and the thread come with the first
+ *   item, so a queue that never delays or backs off has none of them. They
+ *   grow by doubling, together holding at most timer_capacity items
+ *   (default: the queue's capacity); beyond that the caller's rules apply
+ *   (timer_add's mode).
  * - Accounting: an item counts in q->staged from the moment it enters the
- *   heap until the thread has pushed it into a ring (or leaked or abandoned
+ *   timer until the thread has pushed it into a ring (or leaked or abandoned
  *   it), so blq_size includes it and a graceful close waits for it: the
  *   workers do not exit while staged is non-zero (internal.h).
  * - The thread pushes like a producer (blq__place in BLQ__TIMER mode): a
@@ -118,7 +119,6 @@ static void pop_min(blq__timer *t, blq__timed *out)
 int blq__timer_init(blq *q)
 {
 	blq__timer *t = &q->timer;
-	pthread_condattr_t attr;
 
 	/* Default: the queue's capacity (with QoS, known only now). */
 	if (q->cfg.timer_capacity == 0)
@@ -137,14 +137,8 @@ int blq__timer_init(blq *q)
 		return BLQ_ENOMEM;
 	/* The thread's timed waits are on CLOCK_MONOTONIC: a wall-clock jump
 	 * must not fire or hold back delays. */
-	if (pthread_condattr_init(&attr) != 0) {
-		pthread_mutex_destroy(&t->mu);
-		return BLQ_ENOMEM;
-	}
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	int e1 = pthread_cond_init(&t->cond, &attr);
-	int e2 = pthread_cond_init(&t->room, &attr);
-	pthread_condattr_destroy(&attr);
+	int e1 = blq__cond_init_monotonic(&t->cond);
+	int e2 = blq__cond_init_monotonic(&t->room);
 	if (e1 != 0 || e2 != 0) {
 		if (e1 == 0)
 			pthread_cond_destroy(&t->cond);
@@ -233,7 +227,7 @@ static struct timespec wake_at(const blq *q, uint64_t due, uint64_t now)
 	if (q->own_clock && wait > BLQ__TIMER_OWN_CLOCK_POLL_NS)
 		wait = BLQ__TIMER_OWN_CLOCK_POLL_NS;
 	uint64_t mono = blq__monotonic_ns();
-	uint64_t abs = wait > UINT64_MAX - mono ? UINT64_MAX : mono + wait;
+	uint64_t abs = blq__sat_add(mono, wait);
 	struct timespec ts = {.tv_sec = (time_t)(abs / 1000000000u),
 			      .tv_nsec = (long)(abs % 1000000000u)};
 	return ts;
@@ -370,7 +364,7 @@ int blq__timer_add(blq *q, const blq__item *it, uint64_t now, uint64_t delay,
 		t->room_waiters--;
 	}
 	blq__timed e = {
-		.due = delay > UINT64_MAX - now ? UINT64_MAX : now + delay,
+		.due = blq__sat_add(now, delay),
 		.order = t->order,
 		.since = now,
 		.item = *it,

@@ -86,8 +86,7 @@ static void run_item(blq *q, blq__worker *w, blq__item *it)
 		if (it->timeout_ns != 0) {
 			uint64_t start = blq__now(q);
 
-			w->task.timeout_at = it->timeout_ns > UINT64_MAX - start ? UINT64_MAX
-										 : start + it->timeout_ns;
+			w->task.timeout_at = blq__sat_add(start, it->timeout_ns);
 		}
 		int rc = q->cfg.worker(q->cfg.worker_ctx, it->payload, &w->task);
 		/* Timed out: the worker was told (it no longer owns the payload,

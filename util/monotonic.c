@@ -1,0 +1,24 @@
+#include "monotonic.h"
+
+#include <time.h>
+
+uint64_t blq__monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int blq__cond_init_monotonic(pthread_cond_t *c)
+{
+	pthread_condattr_t a;
+	int e = pthread_condattr_init(&a);
+
+	if (e != 0)
+		return e;
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	e = pthread_cond_init(c, &a);
+	pthread_condattr_destroy(&a);
+	return e;
+}

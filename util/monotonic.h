@@ -1,0 +1,23 @@
+/* CLOCK_MONOTONIC helpers shared by the modules. Not installed. */
+#ifndef BLQ_UTIL_MONOTONIC_H
+#define BLQ_UTIL_MONOTONIC_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+/* CLOCK_MONOTONIC in nanoseconds (the kernel's, as every sleep deadline
+ * needs; the queue's cheap default clock is blq__fast_ns in queue/). */
+uint64_t blq__monotonic_ns(void);
+
+/* a + b, saturated: a deadline that would wrap means "never". */
+static inline uint64_t blq__sat_add(uint64_t a, uint64_t b)
+{
+	return b > UINT64_MAX - a ? UINT64_MAX : a + b;
+}
+
+/* A condition variable whose timed waits are on CLOCK_MONOTONIC, so a
+ * wall-clock jump neither fires nor holds back a wait. Returns 0 or the
+ * pthread error. */
+int blq__cond_init_monotonic(pthread_cond_t *c);
+
+#endif
