@@ -130,14 +130,22 @@ static void add(void *ctx, int counter)
 	atomic_fetch_add_explicit(&my_cell(ctx)->c[counter], 1, memory_order_relaxed);
 }
 
-static void observe(void *ctx, int which, uint64_t ns)
+/* The bucket an observation falls in: the first bound >= ns; NBUCKETS is
+ * the one above the last bound. */
+static size_t bucket_of(uint64_t ns)
 {
-	hist *h = &my_cell(ctx)->h[which];
 	size_t b = 0;
 
 	while (b < NBUCKETS && ns > bucket_ns[b])
 		b++;
-	atomic_fetch_add_explicit(&h->bucket[b], 1, memory_order_relaxed);
+	return b;
+}
+
+static void observe(void *ctx, int which, uint64_t ns)
+{
+	hist *h = &my_cell(ctx)->h[which];
+
+	atomic_fetch_add_explicit(&h->bucket[bucket_of(ns)], 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&h->sum_ns, ns, memory_order_relaxed);
 }
 
@@ -151,11 +159,8 @@ static inline void own_add(_Atomic uint64_t *x, uint64_t v)
 static void own_observe(cell *c, int which, uint64_t ns)
 {
 	hist *h = &c->h[which];
-	size_t b = 0;
 
-	while (b < NBUCKETS && ns > bucket_ns[b])
-		b++;
-	own_add(&h->bucket[b], 1);
+	own_add(&h->bucket[bucket_of(ns)], 1);
 	own_add(&h->sum_ns, ns);
 }
 
