@@ -32,8 +32,9 @@ static uint64_t delay_for(const blq *q, const blq__item *it)
 	return d > BLQ__INTERVAL_LIMIT ? BLQ__INTERVAL_LIMIT : d;
 }
 
-/* The retry happens: count it and report its delay. After the item is
- * placed, so that whoever sees the event finds its due time fixed. */
+/* The retry happens: count it and report its delay. On the timer path this
+ * comes after the item is parked, so whoever sees the event finds its due
+ * time fixed. */
 static void retried(blq *q, blq__worker *w, uint64_t d)
 {
 	const blq_metrics_writer *m = q->cfg.metrics;
