@@ -1,0 +1,76 @@
+/* What the stage's items are and what its worker does with them. */
+#include "stage_internal.h"
+
+#include <string.h>
+#include <time.h>
+
+/* Longer sleeps are cut in slices so a cancelled item (force stop) or a
+ * stopping producer notices within this. */
+#define SLICE_NS 10000000ull
+
+void demo_sleep_while(uint64_t ns, _Atomic int *flag, int keep)
+{
+	while (ns > 0 && (flag == NULL || atomic_load_explicit(flag, memory_order_relaxed) == keep)) {
+		uint64_t step = ns < SLICE_NS ? ns : SLICE_NS;
+		struct timespec ts = {.tv_sec = (time_t)(step / 1000000000u),
+				      .tv_nsec = (long)(step % 1000000000u)};
+		nanosleep(&ts, NULL);
+		ns -= step;
+	}
+}
+
+int demo_emulate_work(void *ctx, void *payload, blq_task *task)
+{
+	(void)payload; /* a sequence number: nothing to free */
+	const demo_stage *s = ctx;
+	uint64_t d = s->spec.worker_delay_ns ? s->spec.worker_delay_ns : 75;
+	if (s->spec.allow_deadline)
+		d = d - d / 2 + blq_rand_below(d); /* [d/2, 3d/2): some miss the deadline */
+	while (d > 0 && !blq_task_cancelled(task)) {
+		uint64_t step = d < SLICE_NS ? d : SLICE_NS;
+		demo_sleep_while(step, NULL, 0);
+		d -= step;
+	}
+	if (s->spec.fail_rate > 0 &&
+	    (double)blq_rand_below(1000000) < s->spec.fail_rate * 1000000.0)
+		return 1; /* the original's "artificial fail" */
+	return 0;
+}
+
+static long item_encode(void *ctx, const void *payload, void *dst, size_t cap)
+{
+	(void)ctx;
+	if (cap < 12)
+		return 12;
+	uint64_t v = (uint64_t)(uintptr_t)payload;
+	unsigned char *p = dst;
+	p[0] = 4; /* the original's header */
+	p[1] = p[2] = p[3] = 0;
+	for (int i = 0; i < 8; i++)
+		p[4 + i] = (unsigned char)(v >> (8 * i));
+	return 12;
+}
+
+static int item_decode(void *ctx, const void *data, size_t len, uint32_t restores, void **payload)
+{
+	(void)ctx;
+	(void)restores;
+	if (len != 12)
+		return BLQ_EINVAL;
+	const unsigned char *p = data;
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v |= (uint64_t)p[4 + i] << (8 * i);
+	*payload = (void *)(uintptr_t)v;
+	return 0;
+}
+
+blq_dump_encoder demo_item_encoder(void)
+{
+	return (blq_dump_encoder){.encode = item_encode};
+}
+
+blq_dump_decoder demo_item_decoder(void)
+{
+	return (blq_dump_decoder){.decode = item_decode};
+}

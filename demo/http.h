@@ -1,0 +1,39 @@
+/*
+ * The daemon's two HTTP servers (libmicrohttpd, one thread per connection,
+ * so a slow stop blocks only its own client):
+ *   the API   /api/v1/{init,producer-up,producer-down,stop,force-stop,
+ *             status,list,ping}, replies {"status","error","message"};
+ *   metrics   /metrics, the Prometheus exposition of every queue.
+ * Both limit connections (total and per client address), header memory,
+ * body size (413) and request time, so a slow or hostile client cannot
+ * hold the daemon.
+ */
+#ifndef BLQ_DEMO_HTTP_H
+#define BLQ_DEMO_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "registry.h"
+
+#define DEMO_BODY_MAX (1u << 20)       /* init bodies: 1 MiB */
+#define DEMO_CONNECTIONS_MAX 64u
+#define DEMO_CONNECTIONS_PER_IP 32u
+#define DEMO_IDLE_TIMEOUT_S 10u        /* a connection silent this long is closed */
+#define DEMO_REQUEST_TIME_S 30u        /* a body still arriving after this is cut */
+#define DEMO_HEADER_MEMORY (32u << 10) /* per connection: request line and headers */
+
+typedef struct demo_http demo_http;
+
+/**
+ * demo_http_start() - serve the API (@metrics false) or /metrics (@metrics
+ * true) on the listening socket @fd (net.h), which it takes over.
+ * Return: the server, or NULL with a message in @err.
+ */
+demo_http *demo_http_start(demo_registry *reg, blq_prom *prom, int fd, bool ipv6, bool metrics,
+			   const blq_logger *logger, char *err, size_t errlen);
+
+/** demo_http_stop() - stop accepting, finish open requests, free. */
+void demo_http_stop(demo_http *h);
+
+#endif

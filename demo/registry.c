@@ -1,0 +1,338 @@
+/* Stages by key: the state machine of registry.h under one mutex. */
+#include "registry.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum entry_state { ENTRY_IDLE = 0, ENTRY_STARTING, ENTRY_RUNNING, ENTRY_STOPPING };
+
+typedef struct entry {
+	char key[65];
+	enum entry_state state;
+	unsigned refs;           /* borrowers of stage */
+	demo_stage *stage;
+	const blq_metrics_writer *qw;
+	const blq_dump_metrics *dw;
+} entry;
+
+struct demo_registry {
+	const demo_env *env;
+	pthread_mutex_t mu;
+	pthread_cond_t cond; /* state or refs changed */
+	entry *entries;      /* DEMO_KEYS_MAX, the first nkeys used */
+	unsigned nkeys;
+	unsigned live;       /* entries not IDLE */
+	bool shutting_down;
+	bool forcing;        /* a second signal: every stop is forced */
+};
+
+static void logf_env(const demo_env *env, int level, const char *fmt, ...)
+{
+	if (env->logger.log == NULL || level > (env->logger.level ? env->logger.level : BLQ_LOG_INFO))
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	env->logger.log(env->logger.ctx, level, fmt, ap);
+	va_end(ap);
+}
+
+demo_registry *demo_registry_new(const demo_env *env)
+{
+	demo_registry *r = calloc(1, sizeof *r);
+	if (r == NULL)
+		return NULL;
+	r->entries = calloc(DEMO_KEYS_MAX, sizeof *r->entries);
+	if (r->entries == NULL) {
+		free(r);
+		return NULL;
+	}
+	r->env = env;
+	pthread_mutex_init(&r->mu, NULL);
+	pthread_cond_init(&r->cond, NULL);
+	return r;
+}
+
+void demo_registry_free(demo_registry *r)
+{
+	if (r == NULL)
+		return;
+	pthread_mutex_destroy(&r->mu);
+	pthread_cond_destroy(&r->cond);
+	free(r->entries);
+	free(r);
+}
+
+static entry *find(demo_registry *r, const char *key)
+{
+	for (unsigned i = 0; i < r->nkeys; i++)
+		if (strcmp(r->entries[i].key, key) == 0)
+			return &r->entries[i];
+	return NULL;
+}
+
+/* The key's entry, made (with its metrics writers) on first use. */
+static entry *find_or_add(demo_registry *r, const char *key, int *status, char *err,
+			  size_t errlen)
+{
+	entry *e = find(r, key);
+	if (e != NULL)
+		return e;
+	if (r->nkeys == DEMO_KEYS_MAX) {
+		snprintf(err, errlen, "key: this daemon has seen %u distinct keys, its limit; "
+				      "reuse one or restart it", DEMO_KEYS_MAX);
+		*status = 503;
+		return NULL;
+	}
+	blq_error be;
+	const blq_metrics_writer *qw = blq_prom_queue_writer(r->env->prom, key, &be);
+	const blq_dump_metrics *dw = qw ? blq_prom_dump_writer(r->env->prom, key, &be) : NULL;
+	if (dw == NULL) {
+		snprintf(err, errlen, "metrics: %s", be.msg);
+		*status = 500;
+		return NULL;
+	}
+	e = &r->entries[r->nkeys++];
+	snprintf(e->key, sizeof e->key, "%s", key);
+	e->qw = qw;
+	e->dw = dw;
+	return e;
+}
+
+int demo_registry_init(demo_registry *r, const char *key, const demo_spec *spec, char *err,
+		       size_t errlen)
+{
+	int status = 200;
+	pthread_mutex_lock(&r->mu);
+	entry *e = NULL;
+	if (r->shutting_down) {
+		snprintf(err, errlen, "the daemon is shutting down");
+		status = 503;
+	} else if ((e = find(r, key)) != NULL && e->state != ENTRY_IDLE) {
+		snprintf(err, errlen, "queue \"%s\" %s", key,
+			 e->state == ENTRY_STOPPING ? "is still stopping; init it again once stopped"
+			 : e->state == ENTRY_STARTING ? "is being created by another request"
+						       : "already exists");
+		status = 406;
+	} else if (r->live >= DEMO_STAGES_MAX) {
+		snprintf(err, errlen, "already %u queues running, the limit; stop one first",
+			 DEMO_STAGES_MAX);
+		status = 503;
+	} else if ((e = find_or_add(r, key, &status, err, errlen)) != NULL) {
+		e->state = ENTRY_STARTING;
+		r->live++;
+	}
+	pthread_mutex_unlock(&r->mu);
+	if (status != 200)
+		return status;
+
+	demo_stage *s = demo_stage_start(key, spec, r->env, e->qw, e->dw, err, errlen, &status);
+	pthread_mutex_lock(&r->mu);
+	if (s != NULL) {
+		e->stage = s;
+		e->state = ENTRY_RUNNING;
+		status = 200;
+	} else {
+		e->state = ENTRY_IDLE;
+		r->live--;
+	}
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->mu);
+	return status;
+}
+
+demo_stage *demo_registry_get(demo_registry *r, const char *key, bool *stopping)
+{
+	demo_stage *s = NULL;
+	pthread_mutex_lock(&r->mu);
+	entry *e = find(r, key);
+	if (e != NULL && (e->state == ENTRY_RUNNING || e->state == ENTRY_STOPPING)) {
+		e->refs++;
+		s = e->stage;
+		*stopping = e->state == ENTRY_STOPPING;
+	}
+	pthread_mutex_unlock(&r->mu);
+	return s;
+}
+
+void demo_registry_put(demo_registry *r, const char *key)
+{
+	pthread_mutex_lock(&r->mu);
+	entry *e = find(r, key);
+	if (e != NULL && e->refs > 0 && --e->refs == 0)
+		pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->mu);
+}
+
+/* Stops e's stage (the caller set STOPPING and holds no lock), frees it
+ * once unborrowed, and returns its final accounting. */
+static char *stop_entry(demo_registry *r, entry *e, bool force)
+{
+	demo_stage *s = e->stage;
+	demo_stage_stop(s, force);
+	char *final = demo_stage_final_json(s);
+	pthread_mutex_lock(&r->mu);
+	while (e->refs > 0)
+		pthread_cond_wait(&r->cond, &r->mu);
+	e->stage = NULL;
+	e->state = ENTRY_IDLE;
+	r->live--;
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->mu);
+	demo_stage_free(s);
+	logf_env(r->env, BLQ_LOG_INFO, "queue %s: stopped%s: %s", e->key, force ? " (force)" : "",
+		 final ? final : "(no accounting: out of memory)");
+	return final;
+}
+
+int demo_registry_stop(demo_registry *r, const char *key, bool force, char **final, char *err,
+		       size_t errlen)
+{
+	*final = NULL;
+	pthread_mutex_lock(&r->mu);
+	entry *e = find(r, key);
+	if (e == NULL || e->state == ENTRY_IDLE || e->state == ENTRY_STARTING) {
+		pthread_mutex_unlock(&r->mu);
+		snprintf(err, errlen, "queue \"%s\" not found", key);
+		return 404;
+	}
+	if (e->state == ENTRY_STOPPING) {
+		if (!force) {
+			pthread_mutex_unlock(&r->mu);
+			snprintf(err, errlen, "queue \"%s\" is already stopping", key);
+			return 409;
+		}
+		/* Escalate the stop in progress; its own caller frees the stage. */
+		e->refs++;
+		demo_stage *s = e->stage;
+		pthread_mutex_unlock(&r->mu);
+		demo_stage_force(s);
+		demo_registry_put(r, key);
+		return 200;
+	}
+	e->state = ENTRY_STOPPING;
+	pthread_mutex_unlock(&r->mu);
+	*final = stop_entry(r, e, force);
+	return 200;
+}
+
+char *demo_registry_list_json(demo_registry *r)
+{
+	json_t *arr = json_array();
+	if (arr == NULL)
+		return NULL;
+	pthread_mutex_lock(&r->mu);
+	for (unsigned i = 0; i < r->nkeys; i++) {
+		entry *e = &r->entries[i];
+		if (e->state != ENTRY_RUNNING && e->state != ENTRY_STOPPING)
+			continue;
+		/* Status reads only thread-safe getters; the stage cannot be
+		 * freed while the registry lock is held. */
+		char *st = demo_stage_status_json(e->stage);
+		json_t *v = st ? json_loads(st, 0, NULL) : NULL;
+		free(st);
+		if (v != NULL)
+			json_array_append_new(arr, v);
+	}
+	pthread_mutex_unlock(&r->mu);
+	char *text = json_dumps(arr, JSON_COMPACT);
+	json_decref(arr);
+	return text;
+}
+
+/* Appends printf output to a growing buffer. */
+static int append(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+{
+	for (;;) {
+		va_list ap;
+		va_start(ap, fmt);
+		int n = vsnprintf(*buf + *len, *cap - *len, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+			return -1;
+		if ((size_t)n < *cap - *len) {
+			*len += (size_t)n;
+			return 0;
+		}
+		size_t ncap = (*cap + (size_t)n + 1) * 2;
+		char *nb = realloc(*buf, ncap);
+		if (nb == NULL)
+			return -1;
+		*buf = nb;
+		*cap = ncap;
+	}
+}
+
+int demo_registry_render_producers(demo_registry *r, char **buf, size_t *len, size_t *cap)
+{
+	static const char *const fam[2][2] = {
+		{"queue_producers_active", "Producers enqueueing now."},
+		{"queue_producers_idle", "Producers configured (producers_max) but not running."}};
+	int rc = 0;
+	pthread_mutex_lock(&r->mu);
+	for (int f = 0; f < 2 && rc == 0; f++) {
+		rc = append(buf, len, cap, "# HELP %s %s\n# TYPE %s gauge\n", fam[f][0], fam[f][1],
+			    fam[f][0]);
+		for (unsigned i = 0; i < r->nkeys && rc == 0; i++) {
+			entry *e = &r->entries[i];
+			if (e->state != ENTRY_RUNNING && e->state != ENTRY_STOPPING)
+				continue;
+			unsigned active, max;
+			demo_stage_producers(e->stage, &active, &max);
+			/* Keys are [A-Za-z0-9_-]: nothing to escape in the label. */
+			rc = append(buf, len, cap, "%s{queue=\"%s\"} %u\n", fam[f][0], e->key,
+				    f == 0 ? active : max - active);
+		}
+	}
+	pthread_mutex_unlock(&r->mu);
+	return rc;
+}
+
+bool demo_registry_stop_all(demo_registry *r, bool force)
+{
+	bool balanced = true;
+	pthread_mutex_lock(&r->mu);
+	r->shutting_down = true;
+	for (;;) {
+		entry *e = NULL;
+		bool busy = false;
+		for (unsigned i = 0; i < r->nkeys && e == NULL; i++) {
+			if (r->entries[i].state == ENTRY_RUNNING)
+				e = &r->entries[i];
+			else if (r->entries[i].state != ENTRY_IDLE)
+				busy = true; /* starting, or stopped by a request */
+		}
+		if (e == NULL) {
+			if (!busy)
+				break;
+			pthread_cond_wait(&r->cond, &r->mu);
+			continue;
+		}
+		e->state = ENTRY_STOPPING;
+		bool f = force || r->forcing;
+		pthread_mutex_unlock(&r->mu);
+		char *final = stop_entry(r, e, f);
+		if (final == NULL || strstr(final, "\"balanced\":true") == NULL)
+			balanced = false;
+		free(final);
+		pthread_mutex_lock(&r->mu);
+	}
+	pthread_mutex_unlock(&r->mu);
+	return balanced;
+}
+
+void demo_registry_force_all(demo_registry *r)
+{
+	pthread_mutex_lock(&r->mu);
+	r->shutting_down = true;
+	r->forcing = true;
+	for (unsigned i = 0; i < r->nkeys; i++) {
+		entry *e = &r->entries[i];
+		if (e->state == ENTRY_STOPPING && e->stage != NULL)
+			demo_stage_force(e->stage); /* freed only after the lock is taken again */
+	}
+	pthread_mutex_unlock(&r->mu);
+}

@@ -1,0 +1,412 @@
+/* A stage: the queue built from the init body, its DLQ, dump and restorer. */
+#include "stage_internal.h"
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void log_line(const blq_logger *l, int level, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	l->log(l->ctx, level, fmt, ap);
+	va_end(ap);
+}
+
+void demo_stage_log(const demo_stage *s, int level, const char *fmt, ...)
+{
+	if (s->logger.log == NULL || level > (s->logger.level ? s->logger.level : BLQ_LOG_INFO))
+		return;
+	char line[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	log_line(&s->logger, level, "queue %s: %s", s->key, line);
+}
+
+/* "host:port" into its parts; false when malformed. */
+static bool split_addr(const char *addr, char *host, size_t hostlen, int *port)
+{
+	const char *colon = strrchr(addr, ':');
+	if (colon == NULL || colon == addr || (size_t)(colon - addr) >= hostlen)
+		return false;
+	char *end;
+	long p = strtol(colon + 1, &end, 10);
+	if (*end != '\0' || p < 1 || p > 65535)
+		return false;
+	memcpy(host, addr, (size_t)(colon - addr));
+	host[colon - addr] = '\0';
+	*port = (int)p;
+	return true;
+}
+
+/* The dump's writer and reader, on disk or in a Redis stream. */
+static int build_dump_io(demo_stage *s, const demo_env *env, const blq_dump_metrics *dw,
+			 char *err, size_t errlen, int *status)
+{
+	blq_error e;
+	if (!s->spec.dump.redis) {
+		char mask[128], match[96];
+		/* '.' cannot occur in a key, so no key's glob matches another's files. */
+		snprintf(mask, sizeof mask, "%s.%%Y-%%m-%%d--%%H-%%M-%%S--%%i.bin", s->key);
+		snprintf(match, sizeof match, "%s.*.bin", s->key);
+		blq_dump_fs_config fc = {.directory = env->dump_dir, .file_mask = mask,
+					 .match = match, .version = 1, .name = s->key,
+					 .metrics = dw, .logger = s->logger};
+		s->writer = blq_dump_fs_writer_new(&fc, &e);
+		if (s->writer != NULL && s->spec.has_restore)
+			s->reader = blq_dump_fs_reader_new(&fc, &e);
+	} else {
+		char host[128];
+		int port = env->redis_port;
+		const char *h = env->redis_host;
+		if (s->spec.dump.redis_addr[0] != '\0') {
+			if (!split_addr(s->spec.dump.redis_addr, host, sizeof host, &port)) {
+				snprintf(err, errlen, "dump.redis_addr: expected host:port, got \"%s\"",
+					 s->spec.dump.redis_addr);
+				*status = 400;
+				return -1;
+			}
+			h = host;
+		}
+		if (h == NULL) {
+			snprintf(err, errlen, "dump.redis_addr: no Redis address (set it, or start "
+					      "blq-demo with --redis host:port)");
+			*status = 400;
+			return -1;
+		}
+		char key[DEMO_REDIS_KEY_MAX + 1], consumer[96];
+		if (s->spec.dump.redis_key[0] != '\0')
+			snprintf(key, sizeof key, "%s", s->spec.dump.redis_key);
+		else
+			snprintf(key, sizeof key, "blq-demo:%s", s->key);
+		/* A stable consumer name takes its own pending entries back at once
+		 * after a restart. */
+		snprintf(consumer, sizeof consumer, "blq-demo-%s", s->key);
+		blq_dump_redis_config rc = {.host = h, .port = port, .key = key,
+					    .consumer = consumer, .version = 1, .name = s->key,
+					    .metrics = dw, .logger = s->logger};
+		s->writer = blq_dump_redis_writer_new(&rc, &e);
+		if (s->writer != NULL && s->spec.has_restore)
+			s->reader = blq_dump_redis_reader_new(&rc, &e);
+	}
+	if (s->writer == NULL || (s->spec.has_restore && s->reader == NULL)) {
+		snprintf(err, errlen, "dump: %s", e.msg);
+		*status = e.code == BLQ_EINVAL && s->spec.dump.redis ? 503 : e.code == BLQ_EINVAL ? 400 : 500;
+		return -1;
+	}
+	blq_dump_config dc = {.name = s->key, .version = 1, .capacity = s->spec.dump.capacity,
+			      .flush_interval_ns = s->spec.dump.flush_ns,
+			      .encoder = demo_item_encoder(), .writer = s->writer,
+			      .metrics = dw, .logger = s->logger};
+	s->dump = blq_dump_new(&dc, &e);
+	if (s->dump == NULL) {
+		snprintf(err, errlen, "dump: %s", e.msg);
+		*status = e.code == BLQ_EINVAL ? 400 : 500;
+		return -1;
+	}
+	return 0;
+}
+
+/* workers_schedule as the library's schedule. */
+static blq_schedule *build_workers_schedule(const demo_spec *sp, char *err, size_t errlen)
+{
+	blq_schedule *sch = blq_schedule_new();
+	if (sch == NULL) {
+		snprintf(err, errlen, "workers_schedule: out of memory");
+		return NULL;
+	}
+	for (unsigned i = 0; i < sp->n_workers_schedule; i++) {
+		const demo_range *r = &sp->workers_schedule[i];
+		blq_schedule_params p = {.workers_min = r->workers_min, .workers_max = r->workers_max,
+					 .wakeup_factor = r->wakeup_factor,
+					 .sleep_factor = r->sleep_factor};
+		blq_error e;
+		int rc = r->relative ? blq_schedule_add_relative(sch, r->range, &p, &e)
+				     : blq_schedule_add(sch, r->range, &p, &e);
+		if (rc != 0) {
+			snprintf(err, errlen, "workers_schedule[%u]: %s", i, e.msg);
+			blq_schedule_free(sch);
+			return NULL;
+		}
+	}
+	return sch;
+}
+
+static int build_queue(demo_stage *s, const blq_metrics_writer *qw, char *err, size_t errlen,
+		       int *status)
+{
+	const demo_spec *sp = &s->spec;
+	blq_config c = {
+		.name = s->key,
+		.capacity = sp->has_qos ? 0 : sp->capacity,
+		.streams = sp->streams,
+		.worker = demo_emulate_work,
+		.worker_ctx = s,
+		.workers = sp->workers,
+		.workers_min = sp->workers_min,
+		.workers_max = sp->workers_max,
+		.wakeup_factor = sp->wakeup_factor,
+		.sleep_factor = sp->sleep_factor,
+		.sleep_threshold = sp->sleep_threshold,
+		.heartbeat_interval_ns = sp->heartbeat_ns,
+		.max_retries = sp->max_retries,
+		.retry_interval_ns = sp->retry_interval_ns,
+		.backoff = sp->backoff,
+		.leak_direction = sp->leak_direction,
+		.front_leak_attempts = sp->front_leak_attempts,
+		.delay_interval_ns = sp->delay_ns,
+		.metrics = qw,
+		.logger = s->logger,
+	};
+	/* The original makes the queue leaky for allow_leak and for
+	 * allow_deadline (late items go to its DLQ). */
+	if (sp->allow_leak || sp->allow_deadline) {
+		blq_discard_init(&s->discard, NULL);
+		c.dlq = s->dump != NULL ? blq_dump_enqueuer(s->dump) : blq_discard_enqueuer(&s->discard);
+		c.deadline_to_dlq = sp->allow_deadline;
+	}
+	blq_qos_subq subqs[BLQ_QOS_SUBQS_MAX];
+	blq_qos_config qos;
+	if (sp->has_qos) {
+		for (unsigned i = 0; i < sp->qos.nqueues; i++) {
+			const demo_subq *d = &sp->qos.queues[i];
+			subqs[i] = (blq_qos_subq){.name = d->name[0] ? d->name : NULL,
+						  .capacity = d->capacity, .weight = d->weight,
+						  .ingress_weight = d->ingress_weight,
+						  .egress_weight = d->egress_weight};
+		}
+		/* The original's demo draws priorities at random. */
+		qos = (blq_qos_config){
+			.algo = sp->qos.algo,
+			.egress = {.capacity = sp->qos.egress.capacity,
+				   .streams = sp->qos.egress.streams,
+				   .workers = sp->qos.egress.workers,
+				   .idle_threshold = sp->qos.egress.idle_threshold,
+				   .idle_timeout_ns = sp->qos.egress.idle_timeout_ns},
+			.evaluator = {.kind = BLQ_QOS_EVAL_RANDOM},
+			.subqs = subqs,
+			.nsubqs = sp->qos.nqueues};
+		c.qos = &qos;
+	}
+	blq_schedule *sch = NULL;
+	if (sp->n_workers_schedule > 0) {
+		sch = build_workers_schedule(sp, err, errlen);
+		if (sch == NULL) {
+			*status = 400;
+			return -1;
+		}
+		c.schedule = sch;
+	}
+	blq_error e;
+	s->q = blq_new(&c, &e);
+	blq_schedule_free(sch); /* the queue keeps a copy */
+	if (s->q == NULL) {
+		snprintf(err, errlen, "%s", e.msg);
+		*status = e.code == BLQ_EINVAL ? 400 : 500;
+		return -1;
+	}
+	return 0;
+}
+
+static int build_restorer(demo_stage *s, const blq_dump_metrics *dw, char *err, size_t errlen)
+{
+	blq_restorer_config rc = {.name = s->key, .reader = s->reader,
+				  .decoder = demo_item_decoder(), .target = s->q,
+				  .check_interval_ns = s->spec.restore.check_ns,
+				  .postpone_interval_ns = s->spec.restore.postpone_ns,
+				  .allow_rate = s->spec.restore.allow_rate,
+				  .metrics = dw, .logger = s->logger};
+	blq_error e;
+	s->restorer = blq_restorer_new(&rc, &e);
+	if (s->restorer == NULL) {
+		snprintf(err, errlen, "restore: %s", e.msg);
+		return -1;
+	}
+	return 0;
+}
+
+demo_stage *demo_stage_start(const char *key, const demo_spec *spec, const demo_env *env,
+			     const blq_metrics_writer *qw, const blq_dump_metrics *dw,
+			     char *err, size_t errlen, int *status)
+{
+	*status = 500;
+	if (spec->allow_deadline && spec->delay_ns >= (spec->worker_delay_ns ? spec->worker_delay_ns : 75)) {
+		snprintf(err, errlen, "allow_deadline: each item's deadline is worker_delay, which "
+				      "must be longer than delay_ns");
+		*status = 400;
+		return NULL;
+	}
+	demo_stage *s = calloc(1, sizeof *s);
+	if (s == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	snprintf(s->key, sizeof s->key, "%s", key);
+	s->spec = *spec;
+	s->prom = env->prom;
+	s->logger = env->logger;
+	if ((spec->has_dump && build_dump_io(s, env, dw, err, errlen, status) != 0) ||
+	    build_queue(s, qw, err, errlen, status) != 0)
+		goto fail;
+	*status = 500;
+	if ((spec->has_restore && build_restorer(s, dw, err, errlen) != 0) ||
+	    blq_prom_watch(s->prom, s->q) != 0)
+		goto fail;
+	if (demo_producers_init(s, err, errlen) != 0 || demo_schedule_start(s, err, errlen) != 0) {
+		demo_stage_stop(s, true);
+		demo_stage_free(s);
+		return NULL;
+	}
+	demo_stage_log(s, BLQ_LOG_INFO, "started: capacity %zu, %u producers", blq_capacity(s->q),
+		       spec->producers_min);
+	return s;
+fail:
+	demo_stage_stop(s, true);
+	demo_stage_free(s);
+	return NULL;
+}
+
+int demo_stage_producers_up(demo_stage *s, unsigned delta, char *err, size_t errlen)
+{
+	return demo_producers_add(s, delta ? (long)delta : 1, err, errlen);
+}
+
+int demo_stage_producers_down(demo_stage *s, unsigned delta, char *err, size_t errlen)
+{
+	return demo_producers_add(s, delta ? -(long)delta : -1, err, errlen);
+}
+
+void demo_stage_producers(demo_stage *s, unsigned *active, unsigned *max)
+{
+	pthread_mutex_lock(&s->pmu);
+	*active = s->active;
+	pthread_mutex_unlock(&s->pmu);
+	*max = s->spec.producers_max;
+}
+
+static json_t *dump_stats_json(blq_dump *d)
+{
+	struct blq_dump_stats st;
+	blq_dump_stats(d, &st);
+	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "in", (json_int_t)st.in,
+			 "bytes_in", (json_int_t)st.bytes_in, "written", (json_int_t)st.written,
+			 "flushes", (json_int_t)st.flushes, "bytes_flushed",
+			 (json_int_t)st.bytes_flushed, "write_errors", (json_int_t)st.write_errors,
+			 "refused", (json_int_t)st.refused, "dropped", (json_int_t)st.dropped,
+			 "buffered", (json_int_t)st.buffered);
+}
+
+static json_t *restorer_stats_json(blq_restorer *r)
+{
+	struct blq_restorer_stats st;
+	blq_restorer_stats(r, &st);
+	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "dumps", (json_int_t)st.dumps, "records",
+			 (json_int_t)st.records, "restored", (json_int_t)st.restored, "lost",
+			 (json_int_t)st.lost, "postponed", (json_int_t)st.postponed, "read_errors",
+			 (json_int_t)st.read_errors);
+}
+
+/* The queue's own status (blq_status_json) as a JSON value. */
+static json_t *queue_json(const blq *q)
+{
+	char small[2048];
+	int n = blq_status_json(q, small, sizeof small);
+	if (n < 0)
+		return json_null();
+	char *buf = small;
+	if ((size_t)n >= sizeof small) {
+		buf = malloc((size_t)n + 1);
+		if (buf == NULL)
+			return json_null();
+		blq_status_json(q, buf, (size_t)n + 1);
+	}
+	json_t *v = json_loads(buf, 0, NULL);
+	if (buf != small)
+		free(buf);
+	return v != NULL ? v : json_null();
+}
+
+char *demo_stage_status_json(demo_stage *s)
+{
+	unsigned active, max;
+	demo_stage_producers(s, &active, &max);
+	json_t *o = json_pack("{s:s,s:o,s:i,s:i,s:i,s:i}", "key", s->key, "queue", queue_json(s->q),
+			      "producers_min", (int)s->spec.producers_min, "producers_max", (int)max,
+			      "producers_idle", (int)(max - active), "producers_active", (int)active);
+	if (o == NULL)
+		return NULL;
+	if (s->dump != NULL)
+		json_object_set_new(o, "dump", dump_stats_json(s->dump));
+	if (s->restorer != NULL)
+		json_object_set_new(o, "restore", restorer_stats_json(s->restorer));
+	char *text = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	return text;
+}
+
+void demo_stage_stop(demo_stage *s, bool force)
+{
+	demo_schedule_stop(s);
+	demo_producers_stop_all(s);
+	/* Stop feeding first: the restorer's items would only meet a closed
+	 * queue. The dump closes last, after the queue leaked into it. */
+	if (s->restorer != NULL)
+		blq_restorer_close(s->restorer);
+	if (s->q != NULL) {
+		if (force)
+			blq_force_close(s->q);
+		blq_close(s->q); /* wakes producers blocked on a full queue */
+	}
+	demo_producers_join(s);
+	if (s->dump != NULL && blq_dump_close(s->dump) != 0)
+		demo_stage_log(s, BLQ_LOG_ERROR, "dump: items dropped at close (see its counters)");
+}
+
+void demo_stage_force(demo_stage *s)
+{
+	if (s->q != NULL)
+		blq_force_close(s->q);
+}
+
+char *demo_stage_final_json(demo_stage *s)
+{
+	struct blq_stats st;
+	if (s->q == NULL || blq_stats(s->q, &st) != 0)
+		return NULL;
+	uint64_t out = st.processed + st.failed + st.leaked + st.expired + st.lost;
+	json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b}", "in", (json_int_t)st.in,
+			      "processed", (json_int_t)st.processed, "failed",
+			      (json_int_t)st.failed, "leaked", (json_int_t)st.leaked, "expired",
+			      (json_int_t)st.expired, "lost", (json_int_t)st.lost, "retried",
+			      (json_int_t)st.retried, "timed_out", (json_int_t)st.timed_out,
+			      "size", (json_int_t)st.size, "balanced", st.in == out && st.size == 0);
+	if (o == NULL)
+		return NULL;
+	if (s->dump != NULL)
+		json_object_set_new(o, "dump", dump_stats_json(s->dump));
+	if (s->restorer != NULL)
+		json_object_set_new(o, "restore", restorer_stats_json(s->restorer));
+	char *text = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	return text;
+}
+
+void demo_stage_free(demo_stage *s)
+{
+	if (s == NULL)
+		return;
+	demo_producers_free(s);
+	if (s->q != NULL) {
+		blq_prom_unwatch(s->prom, s->q);
+		blq_free(s->q);
+	}
+	blq_restorer_free(s->restorer);
+	blq_dump_free(s->dump);
+	blq_dump_reader_free(s->reader);
+	blq_dump_writer_free(s->writer);
+	free(s);
+}

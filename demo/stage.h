@@ -1,0 +1,85 @@
+/*
+ * A stage: one demo queue under its key, with everything the init body
+ * asked for around it — producer threads that enqueue at producer_delay
+ * pace, a worker that emulates work for worker_delay and fails at
+ * fail_rate, a producers schedule, and optionally a dump (disk or Redis)
+ * with its restorer feeding leaked items back.
+ *
+ * Lifecycle: demo_stage_start, then any number of the calls below from any
+ * thread, then demo_stage_stop (once; demo_stage_force may escalate it
+ * from another thread meanwhile), then demo_stage_free once no other call
+ * runs. The registry (registry.h) enforces that order per key.
+ */
+#ifndef BLQ_DEMO_STAGE_H
+#define BLQ_DEMO_STAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <blq/blq.h>
+
+#include "spec.h"
+
+/* What every stage of the daemon shares. */
+typedef struct demo_env {
+	blq_prom *prom;            /* watches each queue's gauges */
+	const char *dump_dir;      /* fs dumps: <dump_dir>/<key>.<time>--<n>.bin */
+	const char *redis_host;    /* --redis, NULL when not given */
+	int redis_port;
+	blq_logger logger;         /* for queues, dumps and restorers */
+} demo_env;
+
+typedef struct demo_stage demo_stage;
+
+/**
+ * demo_stage_start() - build the queue (and dump, restorer, schedules)
+ * from @spec and start producers_min producers.
+ * @qw, @dw: the key's metrics writers (owned by the registry, reused when
+ *   the key is started again).
+ * Return: the stage, or NULL with a message in @err; *status receives the
+ * HTTP status that fits (400 for a config the library refuses, 503 when the
+ * Redis server does not answer, 500 for resources).
+ */
+demo_stage *demo_stage_start(const char *key, const demo_spec *spec, const demo_env *env,
+			     const blq_metrics_writer *qw, const blq_dump_metrics *dw,
+			     char *err, size_t errlen, int *status);
+
+/**
+ * demo_stage_producers_up() / _down() - start or stop @delta producers
+ * (0 counts as 1, as in the original). All or nothing: refused with a
+ * message when the result would leave [producers_min, producers_max].
+ * Return: 0, or -1 with @err set.
+ */
+int demo_stage_producers_up(demo_stage *s, unsigned delta, char *err, size_t errlen);
+int demo_stage_producers_down(demo_stage *s, unsigned delta, char *err, size_t errlen);
+
+/** demo_stage_producers() - producers running now, and producers_max. */
+void demo_stage_producers(demo_stage *s, unsigned *active, unsigned *max);
+
+/**
+ * demo_stage_status_json() - the original's status object: key, the
+ * queue's status, producers_min/max/idle/active, plus the dump's and the
+ * restorer's counters when present. Return: a malloc'd string, or NULL.
+ */
+char *demo_stage_status_json(demo_stage *s);
+
+/**
+ * demo_stage_stop() - stop the producers and the schedule, close the
+ * restorer, close the queue (drain, or force: the rest goes to the DLQ),
+ * close the dump (flush). Blocks until done.
+ */
+void demo_stage_stop(demo_stage *s, bool force);
+
+/** demo_stage_force() - turn a running demo_stage_stop into a force close. */
+void demo_stage_force(demo_stage *s);
+
+/**
+ * demo_stage_final_json() - after demo_stage_stop: the exact accounting
+ * ({"in":..,"processed":..,...,"balanced":true}). Return: malloc'd, or NULL.
+ */
+char *demo_stage_final_json(demo_stage *s);
+
+/** demo_stage_free() - free everything; after demo_stage_stop. */
+void demo_stage_free(demo_stage *s);
+
+#endif
