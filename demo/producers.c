@@ -217,24 +217,10 @@ int demo_schedule_start(demo_stage *s, char *err, size_t errlen)
 	s->started_ms = mono_ms();
 	if (s->spec.n_producers_schedule == 0)
 		return 0; /* no thread, no tick: an idle stage costs nothing */
-	s->pschedule = blq_schedule_new();
-	if (s->pschedule == NULL) {
-		snprintf(err, errlen, "producers_schedule: out of memory");
+	s->pschedule = demo_spec_schedule(s->spec.producers_schedule, s->spec.n_producers_schedule,
+					  true, "producers_schedule", err, errlen);
+	if (s->pschedule == NULL)
 		return -1;
-	}
-	for (unsigned i = 0; i < s->spec.n_producers_schedule; i++) {
-		const demo_range *r = &s->spec.producers_schedule[i];
-		/* A schedule range of the library, read as a producer count. */
-		blq_schedule_params p = {.workers_min = r->producers,
-					 .workers_max = r->producers ? r->producers : 1};
-		blq_error e;
-		int rc = r->relative ? blq_schedule_add_relative(s->pschedule, r->range, &p, &e)
-				     : blq_schedule_add(s->pschedule, r->range, &p, &e);
-		if (rc != 0) {
-			snprintf(err, errlen, "producers_schedule[%u]: %s", i, e.msg);
-			return -1;
-		}
-	}
 	pthread_mutex_init(&s->smu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);

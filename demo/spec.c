@@ -430,6 +430,24 @@ static void parse_root(parse_ctx *p, json_t *root, demo_spec *s)
 		if (s->producers_schedule[i].producers > s->producers_max)
 			fail(p, "producers_schedule", "range %u asks for %u producers, above "
 			     "producers_max %u", i, s->producers_schedule[i].producers, s->producers_max);
+	/* Build both schedules once, so a bad range is the request's error
+	 * (400) rather than a failure halfway through starting the queue. */
+	const struct {
+		const demo_range *r;
+		unsigned n;
+		bool producers;
+		const char *name;
+	} scheds[] = {{s->workers_schedule, s->n_workers_schedule, false, "workers_schedule"},
+		      {s->producers_schedule, s->n_producers_schedule, true, "producers_schedule"}};
+	for (unsigned i = 0; i < 2 && !p->failed; i++) {
+		if (scheds[i].n == 0)
+			continue;
+		blq_schedule *sch = demo_spec_schedule(scheds[i].r, scheds[i].n, scheds[i].producers,
+						       scheds[i].name, p->err, p->errlen);
+		if (sch == NULL)
+			p->failed = true;
+		blq_schedule_free(sch);
+	}
 }
 
 int demo_spec_parse(const char *body, size_t len, demo_spec *out, char *err, size_t errlen)

@@ -105,6 +105,17 @@ typedef struct demo_spec {
 int demo_spec_parse(const char *body, size_t len, demo_spec *out, char *err, size_t errlen);
 
 /**
+ * demo_spec_schedule() - a schedule (blq/schedule.h) from parsed ranges.
+ * workers_schedule ranges set workers_min/max and the factors; with
+ * @producers, each range's producer count is carried as workers_min (so
+ * blq_schedule_lookup tells the count in force).
+ * Return: the schedule (free with blq_schedule_free), or NULL with
+ * "<name>[i]: <the library's message>" in @err.
+ */
+blq_schedule *demo_spec_schedule(const demo_range *ranges, unsigned n, bool producers,
+				 const char *name, char *err, size_t errlen);
+
+/**
  * demo_key_valid() - whether a queue key is 1..64 characters of
  * [A-Za-z0-9_-]: keys go into file names, Redis keys and metric labels.
  */

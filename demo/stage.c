@@ -111,31 +111,6 @@ static int build_dump_io(demo_stage *s, const demo_env *env, const blq_dump_metr
 	return 0;
 }
 
-/* workers_schedule as the library's schedule. */
-static blq_schedule *build_workers_schedule(const demo_spec *sp, char *err, size_t errlen)
-{
-	blq_schedule *sch = blq_schedule_new();
-	if (sch == NULL) {
-		snprintf(err, errlen, "workers_schedule: out of memory");
-		return NULL;
-	}
-	for (unsigned i = 0; i < sp->n_workers_schedule; i++) {
-		const demo_range *r = &sp->workers_schedule[i];
-		blq_schedule_params p = {.workers_min = r->workers_min, .workers_max = r->workers_max,
-					 .wakeup_factor = r->wakeup_factor,
-					 .sleep_factor = r->sleep_factor};
-		blq_error e;
-		int rc = r->relative ? blq_schedule_add_relative(sch, r->range, &p, &e)
-				     : blq_schedule_add(sch, r->range, &p, &e);
-		if (rc != 0) {
-			snprintf(err, errlen, "workers_schedule[%u]: %s", i, e.msg);
-			blq_schedule_free(sch);
-			return NULL;
-		}
-	}
-	return sch;
-}
-
 static int build_queue(demo_stage *s, const blq_metrics_writer *qw, char *err, size_t errlen,
 		       int *status)
 {
@@ -194,7 +169,8 @@ static int build_queue(demo_stage *s, const blq_metrics_writer *qw, char *err, s
 	}
 	blq_schedule *sch = NULL;
 	if (sp->n_workers_schedule > 0) {
-		sch = build_workers_schedule(sp, err, errlen);
+		sch = demo_spec_schedule(sp->workers_schedule, sp->n_workers_schedule, false,
+					 "workers_schedule", err, errlen);
 		if (sch == NULL) {
 			*status = 400;
 			return -1;

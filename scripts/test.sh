@@ -25,10 +25,12 @@ log() { printf '== %s\n' "$*"; }
 # --- dependencies -----------------------------------------------------------
 # prometheus: promtool; python3-prometheus-client: the exposition parser;
 # libhiredis-dev, redis-server: dlqdump's Redis parts and their tests
-# (redis-benchmark for blq-bench); clang, libclang-rt-14-dev: libFuzzer.
+# (redis-benchmark for blq-bench); clang, libclang-rt-14-dev: libFuzzer;
+# libmicrohttpd-dev, libjansson-dev: blq-demo; curl, jq: its end-to-end
+# tests (a real Prometheus server from the prometheus package among them).
 packages=(build-essential cmake pkg-config libck-dev libcriterion-dev libglib2.0-dev
 	prometheus python3-prometheus-client libhiredis-dev redis-server clang
-	libclang-rt-14-dev)
+	libclang-rt-14-dev libmicrohttpd-dev libjansson-dev curl jq)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -101,7 +103,7 @@ for b in $builds; do
 	esac
 	log "configure and build: ${b}"
 	mkdir -p "$dir"
-	if ! cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBLQ_SANITIZE="$san" -DBLQ_WITH_REDIS=ON \
+	if ! cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBLQ_SANITIZE="$san" -DBLQ_WITH_REDIS=ON -DBLQ_BUILD_DEMO=ON \
 		-DBLQ_BUILD_TESTS=ON >"$dir.configure.log" 2>&1; then
 		tail -n 40 "$dir.configure.log"
 		echo "scripts/test.sh: configuring '$b' failed" >&2
@@ -119,25 +121,31 @@ for b in $builds; do
 	run_ctest "$dir"
 done
 
-# --- the fs reader under libFuzzer (clang) --------------------------------
+# --- libFuzzer (clang): the fs reader and blq-demo's init body parser -----
 fuzz_seconds=${BLQ_TEST_FUZZ_SECONDS:-10}
 if [ "$fuzz_seconds" -gt 0 ]; then
-	log "fuzz: the fs reader for ${fuzz_seconds} s"
 	dir=build/test-fuzz
 	if CC=clang cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBLQ_SANITIZE=fuzzer \
 		-DBLQ_BUILD_TESTS=ON -DBLQ_BUILD_BENCH=OFF -DBLQ_BUILD_EXAMPLES=OFF \
 		>"$dir.configure.log" 2>&1 &&
-		cmake --build "$dir" -j "$jobs" --target dump_fs_reader_fuzz >"$dir.build.log" 2>&1; then
-		rm -rf "$dir/corpus" && mkdir -p "$dir/corpus"
-		if "$dir/tests/dump_fs_reader_fuzz" -max_total_time="$fuzz_seconds" -artifact_prefix="$dir/" \
-			"$dir/corpus" tests/fuzz/corpus/dump_fs_reader >"$dir.run.log" 2>&1; then
-			passed=$((passed + 1))
-			echo "fuzz: ok ($(grep -o 'Done [0-9]* runs' "$dir.run.log"))"
-		else
-			failed=$((failed + 1))
-			tail -n 40 "$dir.run.log"
-			echo "fuzz: FAILED (crash input in $dir)"
-		fi
+		cmake --build "$dir" -j "$jobs" --target dump_fs_reader_fuzz demo_spec_fuzz \
+			>"$dir.build.log" 2>&1; then
+		for target in dump_fs_reader demo_spec; do
+			log "fuzz: ${target} for ${fuzz_seconds} s"
+			dict=()
+			[ -f "tests/fuzz/$target.dict" ] && dict=(-dict="tests/fuzz/$target.dict")
+			rm -rf "$dir/corpus-$target" && mkdir -p "$dir/corpus-$target"
+			if "$dir/tests/${target}_fuzz" -max_total_time="$fuzz_seconds" \
+				-artifact_prefix="$dir/$target-" "${dict[@]}" "$dir/corpus-$target" \
+				"tests/fuzz/corpus/$target" >"$dir.$target.log" 2>&1; then
+				passed=$((passed + 1))
+				echo "fuzz: $target ok ($(grep -o 'Done [0-9]* runs' "$dir.$target.log"))"
+			else
+				failed=$((failed + 1))
+				tail -n 40 "$dir.$target.log"
+				echo "fuzz: $target FAILED (crash input in $dir)"
+			fi
+		done
 	else
 		failed=$((failed + 1))
 		tail -n 30 "$dir.configure.log" "$dir.build.log" 2>/dev/null
