@@ -194,10 +194,15 @@ int demo_registry_stop(demo_registry *r, const char *key, bool force, char **fin
 	*final = NULL;
 	pthread_mutex_lock(&r->mu);
 	entry *e = find(r, key);
-	if (e == NULL || e->state == ENTRY_IDLE || e->state == ENTRY_STARTING) {
+	if (e == NULL || e->state == ENTRY_IDLE) {
 		pthread_mutex_unlock(&r->mu);
 		snprintf(err, errlen, "queue \"%s\" not found", key);
 		return 404;
+	}
+	if (e->state == ENTRY_STARTING) {
+		pthread_mutex_unlock(&r->mu);
+		snprintf(err, errlen, "queue \"%s\" is still starting; stop it once started", key);
+		return 409;
 	}
 	if (e->state == ENTRY_STOPPING) {
 		if (!force) {
