@@ -126,7 +126,7 @@ fuzz_seconds=${BLQ_TEST_FUZZ_SECONDS:-10}
 if [ "$fuzz_seconds" -gt 0 ]; then
 	dir=build/test-fuzz
 	if CC=clang cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBLQ_SANITIZE=fuzzer \
-		-DBLQ_BUILD_TESTS=ON -DBLQ_BUILD_BENCH=OFF -DBLQ_BUILD_EXAMPLES=OFF \
+		-DBLQ_BUILD_TESTS=ON -DBLQ_BUILD_BENCH=OFF -DBLQ_BUILD_EXAMPLES=OFF -DBLQ_BUILD_DEMO=ON \
 		>"$dir.configure.log" 2>&1 &&
 		cmake --build "$dir" -j "$jobs" --target dump_fs_reader_fuzz demo_spec_fuzz \
 			>"$dir.build.log" 2>&1; then
