@@ -219,6 +219,7 @@ int demo_registry_stop(demo_registry *r, const char *key, bool force, char **fin
 		return 200;
 	}
 	e->state = ENTRY_STOPPING;
+	force = force || r->forcing; /* after a second signal every stop is forced */
 	pthread_mutex_unlock(&r->mu);
 	*final = stop_entry(r, e, force);
 	return 200;
