@@ -384,11 +384,11 @@ void demo_stage_free(demo_stage *s)
 	if (s == NULL)
 		return;
 	demo_producers_free(s);
+	blq_restorer_free(s->restorer); /* its target must outlive it */
 	if (s->q != NULL) {
 		blq_prom_unwatch(s->prom, s->q);
 		blq_free(s->q);
 	}
-	blq_restorer_free(s->restorer);
 	blq_dump_free(s->dump);
 	blq_dump_reader_free(s->reader);
 	blq_dump_writer_free(s->writer);
