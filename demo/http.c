@@ -195,7 +195,7 @@ static enum MHD_Result api_route(demo_http *h, struct MHD_Connection *c, const c
 	if (key == NULL || key[0] == '\0')
 		return reply(c, 400, "key: missing; add ?key=<name>", NULL, NULL);
 	if (!demo_key_valid(key))
-		return reply(c, 400, "key: must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -",
+		return reply(c, 400, "key: must be 1 to 63 characters of A-Z, a-z, 0-9, _ and -",
 			     NULL, NULL);
 	if (is_init) {
 		if (strcmp(method, "GET") == 0)

@@ -74,9 +74,22 @@ static int set_locked(demo_stage *s, unsigned target, char *err, size_t errlen)
 			atomic_store(&s->producers[i].state, PRODUCER_RETIRING);
 			s->active--;
 		}
+	if (s->active >= target)
+		return 0;
+	/* Raise: all or nothing. Count the free slots first (a retired
+	 * producer may still be blocked in an enqueue). */
+	unsigned free_slots = 0;
+	for (unsigned i = 0; i < n; i++)
+		free_slots += reap(&s->producers[i]);
+	if (free_slots < target - s->active) {
+		snprintf(err, errlen, "producers: %u still finishing a blocked enqueue; try again "
+			 "once the queue has room", target - s->active - free_slots);
+		return -1;
+	}
+	unsigned from = s->active;
 	for (unsigned i = 0; i < n && s->active < target; i++) {
 		producer *p = &s->producers[i];
-		if (!reap(p))
+		if (atomic_load(&p->state) != PRODUCER_IDLE)
 			continue;
 		atomic_store(&p->state, PRODUCER_ACTIVE);
 		int e = pthread_create(&p->thread, NULL, producer_main, p);
@@ -88,11 +101,12 @@ static int set_locked(demo_stage *s, unsigned target, char *err, size_t errlen)
 		}
 		s->active++;
 	}
-	if (rc == 0 && s->active < target) {
-		snprintf(err, errlen, "producers: %u still finishing a blocked enqueue; try again "
-			 "once the queue has room", target - s->active);
-		rc = -1;
-	}
+	/* A thread would not start: retire the ones just started. */
+	for (unsigned i = n; rc != 0 && i-- > 0 && s->active > from;)
+		if (atomic_load(&s->producers[i].state) == PRODUCER_ACTIVE) {
+			atomic_store(&s->producers[i].state, PRODUCER_RETIRING);
+			s->active--;
+		}
 	return rc;
 }
 

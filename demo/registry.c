@@ -149,7 +149,8 @@ demo_stage *demo_registry_get(demo_registry *r, const char *key, bool *stopping)
 	demo_stage *s = NULL;
 	pthread_mutex_lock(&r->mu);
 	entry *e = find(r, key);
-	if (e != NULL && (e->state == ENTRY_RUNNING || e->state == ENTRY_STOPPING)) {
+	if (e != NULL && (e->state == ENTRY_RUNNING || e->state == ENTRY_STOPPING) &&
+	    e->stage != NULL) {
 		e->refs++;
 		s = e->stage;
 		*stopping = e->state == ENTRY_STOPPING;
@@ -177,12 +178,17 @@ static char *stop_entry(demo_registry *r, entry *e, bool force)
 	pthread_mutex_lock(&r->mu);
 	while (e->refs > 0)
 		pthread_cond_wait(&r->cond, &r->mu);
-	e->stage = NULL;
+	e->stage = NULL; /* unborrowable from now on; the key stays STOPPING */
+	pthread_mutex_unlock(&r->mu);
+	/* Free before the key goes IDLE: a new stage of the key shares its
+	 * metrics writers, and blq_prom_unwatch goes by name (it would hide the
+	 * new queue's gauges). */
+	demo_stage_free(s);
+	pthread_mutex_lock(&r->mu);
 	e->state = ENTRY_IDLE;
 	r->live--;
 	pthread_cond_broadcast(&r->cond);
 	pthread_mutex_unlock(&r->mu);
-	demo_stage_free(s);
 	logf_env(r->env, BLQ_LOG_INFO, "queue %s: stopped%s: %s", e->key, force ? " (force)" : "",
 		 final ? final : "(no accounting: out of memory)");
 	return final;
@@ -211,14 +217,19 @@ int demo_registry_stop(demo_registry *r, const char *key, bool force, char **fin
 			return 409;
 		}
 		/* Escalate the stop in progress; its own caller frees the stage. */
-		e->refs++;
 		demo_stage *s = e->stage;
+		if (s == NULL) { /* stopped, being freed: nothing left to force */
+			pthread_mutex_unlock(&r->mu);
+			return 200;
+		}
+		e->refs++;
 		pthread_mutex_unlock(&r->mu);
 		demo_stage_force(s);
 		demo_registry_put(r, key);
 		return 200;
 	}
 	e->state = ENTRY_STOPPING;
+	force = force || r->forcing; /* after a second signal every stop is forced */
 	pthread_mutex_unlock(&r->mu);
 	*final = stop_entry(r, e, force);
 	return 200;
@@ -232,7 +243,7 @@ char *demo_registry_list_json(demo_registry *r)
 	pthread_mutex_lock(&r->mu);
 	for (unsigned i = 0; i < r->nkeys; i++) {
 		entry *e = &r->entries[i];
-		if (e->state != ENTRY_RUNNING && e->state != ENTRY_STOPPING)
+		if ((e->state != ENTRY_RUNNING && e->state != ENTRY_STOPPING) || e->stage == NULL)
 			continue;
 		/* Status reads only thread-safe getters; the stage cannot be
 		 * freed while the registry lock is held. */
@@ -283,7 +294,8 @@ int demo_registry_render_producers(demo_registry *r, char **buf, size_t *len, si
 			    fam[f][0]);
 		for (unsigned i = 0; i < r->nkeys && rc == 0; i++) {
 			entry *e = &r->entries[i];
-			if (e->state != ENTRY_RUNNING && e->state != ENTRY_STOPPING)
+			if ((e->state != ENTRY_RUNNING && e->state != ENTRY_STOPPING) ||
+			    e->stage == NULL)
 				continue;
 			unsigned active, max;
 			demo_stage_producers(e->stage, &active, &max);

@@ -478,7 +478,7 @@ bool demo_key_valid(const char *key)
 		char c = key[n];
 		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 			  (c >= '0' && c <= '9') || c == '_' || c == '-';
-		if (!ok || n >= 64)
+		if (!ok || n >= 63)
 			return false;
 	}
 	return n > 0;

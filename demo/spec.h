@@ -116,8 +116,9 @@ blq_schedule *demo_spec_schedule(const demo_range *ranges, unsigned n, bool prod
 				 const char *name, char *err, size_t errlen);
 
 /**
- * demo_key_valid() - whether a queue key is 1..64 characters of
- * [A-Za-z0-9_-]: keys go into file names, Redis keys and metric labels.
+ * demo_key_valid() - whether a queue key is 1..63 characters of
+ * [A-Za-z0-9_-]: keys go into file names, Redis keys and metric labels
+ * (63 is the library's limit on queue and metrics writer names).
  */
 bool demo_key_valid(const char *key);
 

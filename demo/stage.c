@@ -354,12 +354,20 @@ char *demo_stage_final_json(demo_stage *s)
 	if (s->q == NULL || blq_stats(s->q, &st) != 0)
 		return NULL;
 	uint64_t out = st.processed + st.failed + st.leaked + st.expired + st.lost;
+	bool balanced = st.in == out && st.size == 0;
+	if (s->dump != NULL) {
+		/* Leaked counts what the dump accepted; what it then dropped at
+		 * close (a writer down) is lost, not accounted for. */
+		struct blq_dump_stats ds;
+		balanced = balanced && blq_dump_stats(s->dump, &ds) == 0 && ds.dropped == 0 &&
+			   ds.buffered == 0;
+	}
 	json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b}", "in", (json_int_t)st.in,
 			      "processed", (json_int_t)st.processed, "failed",
 			      (json_int_t)st.failed, "leaked", (json_int_t)st.leaked, "expired",
 			      (json_int_t)st.expired, "lost", (json_int_t)st.lost, "retried",
 			      (json_int_t)st.retried, "timed_out", (json_int_t)st.timed_out,
-			      "size", (json_int_t)st.size, "balanced", st.in == out && st.size == 0);
+			      "size", (json_int_t)st.size, "balanced", balanced);
 	if (o == NULL)
 		return NULL;
 	if (s->dump != NULL)
@@ -376,11 +384,11 @@ void demo_stage_free(demo_stage *s)
 	if (s == NULL)
 		return;
 	demo_producers_free(s);
+	blq_restorer_free(s->restorer); /* its target must outlive it */
 	if (s->q != NULL) {
 		blq_prom_unwatch(s->prom, s->q);
 		blq_free(s->q);
 	}
-	blq_restorer_free(s->restorer);
 	blq_dump_free(s->dump);
 	blq_dump_reader_free(s->reader);
 	blq_dump_writer_free(s->writer);
