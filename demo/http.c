@@ -1,6 +1,8 @@
 /* The API and metrics servers on libmicrohttpd. */
 #include "http.h"
 
+#include "deadline.h"
+
 #include <jansson.h>
 #include <microhttpd.h>
 #include <stdarg.h>
@@ -14,6 +16,7 @@ struct demo_http {
 	demo_registry *reg;
 	blq_prom *prom;
 	const blq_logger *logger;
+	demo_deadlines *deadlines; /* a whole request within DEMO_REQUEST_TIME_S */
 };
 
 /* One request's state across libmicrohttpd's calls. */
@@ -21,14 +24,14 @@ typedef struct request {
 	char *body;
 	size_t len, cap;
 	bool too_large;
-	struct timespec started;
 } request;
 
-static double seconds_since(const struct timespec *t)
+/* The connection's deadline record (deadline.h), or NULL. */
+static demo_conn *conn_of(struct MHD_Connection *c)
 {
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) / 1e9;
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return ci != NULL ? ci->socket_context : NULL;
 }
 
 static void hlog(const demo_http *h, int level, const char *fmt, ...)
@@ -259,19 +262,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		rq = calloc(1, sizeof *rq);
 		if (rq == NULL)
 			return MHD_NO;
-		clock_gettime(CLOCK_MONOTONIC, &rq->started);
 		*con_cls = rq;
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 							     MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl != NULL && strtoull(cl, NULL, 10) > DEMO_BODY_MAX) {
 			rq->too_large = true; /* answered now; the body is never read */
+			demo_deadlines_pause(h->deadlines, conn_of(c));
 			return reply(c, 413, "body: larger than 1 MiB", NULL, NULL);
 		}
 		return MHD_YES;
 	}
 	if (*upload_size > 0) {
-		if (seconds_since(&rq->started) > DEMO_REQUEST_TIME_S)
-			return MHD_NO; /* a body dripping in: drop the connection */
 		if (!rq->too_large && rq->len + *upload_size > DEMO_BODY_MAX)
 			rq->too_large = true; /* chunked, no length: keep reading, then 413 */
 		if (!rq->too_large && !metrics) {
@@ -290,6 +291,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	/* The whole request is in: the handler may take long (a draining stop). */
+	demo_deadlines_pause(h->deadlines, conn_of(c));
 	if (rq->too_large)
 		return reply(c, 413, "body: larger than 1 MiB", NULL, NULL);
 	if (strcmp(method, "OPTIONS") == 0) /* CORS preflight */
@@ -314,14 +317,29 @@ static enum MHD_Result on_metrics(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			 enum MHD_RequestTerminationCode code)
 {
-	(void)cls;
-	(void)c;
+	demo_http *h = cls;
 	(void)code;
+	/* A kept-alive connection's next request gets its own time. */
+	demo_deadlines_restart(h->deadlines, conn_of(c));
 	request *rq = *con_cls;
 	if (rq != NULL) {
 		free(rq->body);
 		free(rq);
 		*con_cls = NULL;
+	}
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	demo_http *h = cls;
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		*socket_context = ci ? demo_deadlines_open(h->deadlines, ci->connect_fd) : NULL;
+	} else {
+		demo_deadlines_close(h->deadlines, *socket_context);
+		*socket_context = NULL;
 	}
 }
 
@@ -334,7 +352,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 }
 
 demo_http *demo_http_start(demo_registry *reg, blq_prom *prom, int fd, bool ipv6, bool metrics,
-			   const blq_logger *logger, char *err, size_t errlen)
+			   unsigned request_s, const blq_logger *logger, char *err, size_t errlen)
 {
 	demo_http *h = calloc(1, sizeof *h);
 	if (h == NULL) {
@@ -344,6 +362,12 @@ demo_http *demo_http_start(demo_registry *reg, blq_prom *prom, int fd, bool ipv6
 	h->reg = reg;
 	h->prom = prom;
 	h->logger = logger;
+	h->deadlines = demo_deadlines_new(DEMO_CONNECTIONS_MAX, (uint64_t)request_s * 1000000000u);
+	if (h->deadlines == NULL) {
+		snprintf(err, errlen, "out of memory or threads");
+		free(h);
+		return NULL;
+	}
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
 			 MHD_USE_POLL | MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_IPv6 : 0);
 	h->d = MHD_start_daemon(flags, 0, NULL, NULL, metrics ? on_metrics : on_api, h,
@@ -353,9 +377,11 @@ demo_http *demo_http_start(demo_registry *reg, blq_prom *prom, int fd, bool ipv6
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)DEMO_IDLE_TIMEOUT_S,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)DEMO_HEADER_MEMORY,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+				MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
 				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_END);
 	if (h->d == NULL) {
 		snprintf(err, errlen, "libmicrohttpd would not start on the socket");
+		demo_deadlines_free(h->deadlines);
 		free(h);
 		return NULL;
 	}
@@ -367,5 +393,6 @@ void demo_http_stop(demo_http *h)
 	if (h == NULL)
 		return;
 	MHD_stop_daemon(h->d);
+	demo_deadlines_free(h->deadlines);
 	free(h);
 }

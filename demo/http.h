@@ -20,7 +20,7 @@
 #define DEMO_CONNECTIONS_MAX 64u
 #define DEMO_CONNECTIONS_PER_IP 32u
 #define DEMO_IDLE_TIMEOUT_S 10u        /* a connection silent this long is closed */
-#define DEMO_REQUEST_TIME_S 30u        /* a body still arriving after this is cut */
+#define DEMO_REQUEST_TIME_S 30u        /* default: a request (line, headers, body) not in by then is cut */
 #define DEMO_HEADER_MEMORY (32u << 10) /* per connection: request line and headers */
 
 typedef struct demo_http demo_http;
@@ -28,10 +28,11 @@ typedef struct demo_http demo_http;
 /**
  * demo_http_start() - serve the API (@metrics false) or /metrics (@metrics
  * true) on the listening socket @fd (net.h), which it takes over.
+ * @request_s: seconds a client has to send a whole request (deadline.h).
  * Return: the server, or NULL with a message in @err.
  */
 demo_http *demo_http_start(demo_registry *reg, blq_prom *prom, int fd, bool ipv6, bool metrics,
-			   const blq_logger *logger, char *err, size_t errlen);
+			   unsigned request_s, const blq_logger *logger, char *err, size_t errlen);
 
 /** demo_http_stop() - stop accepting, finish open requests, free. */
 void demo_http_stop(demo_http *h);

@@ -30,6 +30,8 @@ static void usage(FILE *to)
 		"  -d, --dump-dir DIR              where disk dumps go (default ./dump; created)\n"
 		"  -r, --redis HOST:PORT           Redis server for \"writer\": \"redis\" dumps\n"
 		"  -L, --log-level LEVEL           error, warn, info (default) or debug\n"
+		"  -t, --request-time SECONDS      time a client has to send a whole request\n"
+		"                                  (default 30; then its connection is cut)\n"
 		"  -h, --help                      this text\n"
 		"API: POST /api/v1/init?key=K (JSON config), GET /api/v1/{producer-up,producer-down}"
 		"?key=K&delta=N,\n     /api/v1/{stop,force-stop,status}?key=K, /api/v1/list, "
@@ -67,16 +69,18 @@ int main(int argc, char **argv)
 	const char *listen = "127.0.0.1:8080", *mlisten = "127.0.0.1:8081", *dump_dir = "dump";
 	const char *redis = NULL;
 	int level = BLQ_LOG_INFO;
+	unsigned request_s = DEMO_REQUEST_TIME_S;
 	static const struct option opts[] = {
 		{"listen", required_argument, NULL, 'l'},
 		{"metrics-listen", required_argument, NULL, 'm'},
 		{"dump-dir", required_argument, NULL, 'd'},
 		{"redis", required_argument, NULL, 'r'},
 		{"log-level", required_argument, NULL, 'L'},
+		{"request-time", required_argument, NULL, 't'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	int c;
-	while ((c = getopt_long(argc, argv, "l:m:d:r:L:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "l:m:d:r:L:t:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'l': listen = optarg; break;
 		case 'm': mlisten = optarg; break;
@@ -89,6 +93,17 @@ int main(int argc, char **argv)
 				return 64;
 			}
 			break;
+		case 't': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' || v < 1 || v > 3600) {
+				fprintf(stderr, "blq-demo: --request-time: expected 1..3600 seconds, "
+						"got \"%s\"\n", optarg);
+				return 64;
+			}
+			request_s = (unsigned)v;
+			break;
+		}
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 64;
 		}
@@ -152,9 +167,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "blq-demo: --metrics-listen %s\n", err);
 		return 1;
 	}
-	demo_http *api = demo_http_start(reg, env.prom, afd, v6a, false, &env.logger, err, sizeof err);
-	demo_http *met = api ? demo_http_start(reg, env.prom, mfd, v6m, true, &env.logger, err,
-					       sizeof err) : NULL;
+	demo_http *api = demo_http_start(reg, env.prom, afd, v6a, false, request_s, &env.logger, err,
+					 sizeof err);
+	demo_http *met = api ? demo_http_start(reg, env.prom, mfd, v6m, true, request_s, &env.logger,
+					       err, sizeof err) : NULL;
 	if (met == NULL) {
 		fprintf(stderr, "blq-demo: %s\n", err);
 		return 1;
