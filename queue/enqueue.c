@@ -185,6 +185,13 @@ int blq__place(blq *q, blq__cell *c, blq__item *it, enum blq__mode mode, bool *p
 		}
 		if (mode == BLQ__TRY)
 			return BLQ_EFULL;
+		/* The timer thread wakes the workers once per batch, after it
+		 * (timer.c, deliver_batch): the items of this batch it has
+		 * pushed so far have woken nobody. Wake a worker before waiting
+		 * for room, or the rings stay full of them while the workers
+		 * sleep as if they were empty (a woken worker passes it on). */
+		if (mode == BLQ__TIMER)
+			blq__ec_notify(&q->items_ec, 1);
 		/* Slow path: a few yielding looks (the workers are draining;
 		 * yielding hands them our CPU), then sleep until a worker frees
 		 * room or we must give up, re-checking both after announcing

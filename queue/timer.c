@@ -193,7 +193,9 @@ static blq__ec *deliver(blq *q, blq__timed *e, uint64_t now)
 }
 
 /* Delivers a batch, then uncounts it and wakes once: per batch, not per
- * item, the shared counters and the wake-up barrier. */
+ * item, the shared counters and the wake-up barrier. (When it must wait
+ * for ring room mid-batch, blq__place wakes a worker first: the items
+ * pushed before have woken nobody.) */
 static void deliver_batch(blq *q, blq__timed *due, size_t k, uint64_t now)
 {
 	blq__ec *wake[2] = {NULL, NULL}; /* the rings', the egress threads' */
