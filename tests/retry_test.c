@@ -413,6 +413,26 @@ Test(retry, delays_are_respected_per_config_and_per_job)
 	close_balanced(q);
 }
 
+/* The timer delivers due items in batches. When the rings fill partway
+ * through one, the timer waits for room; the items it already pushed must
+ * have woken a worker first, or the sleeping workers never make that room
+ * (a lost wake-up that hung retry_stress about once in ten runs). */
+Test(retry, a_batch_that_fills_the_ring_midway_still_wakes_the_workers)
+{
+	blq_config c = cfg(4, 1);
+	c.delay_interval_ns = 1 * SEC;
+	c.timer_capacity = 64;
+	blq *q = must_new(&c);
+
+	for (uint64_t i = 0; i < 40; i++)
+		cr_assert_eq(blq_enqueue(q, tu_item_new(i)), 0);
+	tu_sleep_us(50000); /* the worker is asleep on the empty ring by now */
+	advance(q, 1 * SEC); /* 40 items due at once into a ring of 4 */
+	cr_assert(TU_WAIT_FOR(stats(q).processed == 40, 5000), "processed %llu of 40",
+		  (unsigned long long)stats(q).processed);
+	close_balanced(q);
+}
+
 Test(retry, a_long_delay_at_the_head_holds_up_nothing)
 {
 	blq_config c = cfg(1024, 2);
