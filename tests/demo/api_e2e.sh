@@ -200,18 +200,22 @@ expect 200 '(.message | fromjson) == []' "list empty again"
 init k1 "$small"
 expect 200 '' "init k1 again after its stop"
 
-# force-stop of a loaded queue: slow workers, a full queue, no leak.
+# Full queues without leak: stuck drains in 5 s (200 items, 2 workers x
+# 50 ms), slow in 20 s (200 ms workers).
 cat >"$E2E_TMP/stuck.json" <<'EOF'
 {"capacity": 200, "workers_min": 1, "workers_max": 2, "worker_delay": 50000000,
  "heartbeat": 100000000, "producers_min": 4, "producers_max": 4, "producer_delay": 1000000}
 EOF
-init k2 "$E2E_TMP/stuck.json"
+jq '.worker_delay = 200000000' "$E2E_TMP/stuck.json" >"$E2E_TMP/slow.json"
+
+# force-stop of a loaded queue does not drain it.
+init k2 "$E2E_TMP/slow.json"
 expect 200 '' "init k2 (slow workers, no leak)"
-wait_status 10 "k2 full" k2 '.queue.size >= 190' 
+wait_status 10 "k2 full" k2 '.queue.size >= 190'
 t0=$(now_ms)
 call GET "/api/v1/force-stop?key=k2"
 check_final "force-stop k2"
-(( $(now_ms) - t0 < 5000 )) || fail "force-stop k2 took $(( $(now_ms) - t0 )) ms (a drain would take 5 s)"
+(( $(now_ms) - t0 < 10000 )) || fail "force-stop k2 took $(( $(now_ms) - t0 )) ms (a drain would take 20 s)"
 jqtrue "$BODY" '.final.processed < .final.in' || fail "force-stop k2 drained everything: $BODY"
 ok "force-stop k2 in $(( $(now_ms) - t0 )) ms, not a drain"
 
@@ -273,11 +277,11 @@ rm -f "$E2E_TMP"/c[ice].*
 call GET "/api/v1/status?key=race"
 expect 404 '' "race is gone"
 
-# The same calls while a graceful stop is draining (2 workers x 50 ms, 200
-# items: ~5 s): a second stop 409, producer-up 409, init 406, status 200,
-# force-stop 200 without a final (it escalates the drain); the draining
-# stop then returns the final, well before the 5 s drain.
-init race "$E2E_TMP/stuck.json"
+# The same calls while a graceful stop is draining (slow: ~20 s): a second
+# stop 409, producer-up 409, init 406, status 200, force-stop 200 without a
+# final (it escalates the drain); the draining stop then returns the final,
+# well before the drain would have ended.
+init race "$E2E_TMP/slow.json"
 expect 200 '' "init race again"
 wait_status 10 "race full" race '.queue.size >= 190'
 curl -sS --max-time 30 -o "$E2E_TMP/stop.body" -w '%{http_code} %{time_total}' \
@@ -290,7 +294,7 @@ call GET "/api/v1/stop?key=race"
 expect 409 '.error | test("already stopping")' "stop while stopping"
 call GET "/api/v1/producer-up?key=race"
 expect 409 '.error | test("is stopping")' "producer-up while stopping"
-init race "$E2E_TMP/stuck.json"
+init race "$E2E_TMP/slow.json"
 expect 406 '.error | test("still stopping")' "init while stopping"
 kill -0 "$stop_pid" 2>/dev/null || fail "the graceful stop ended before the force-stop: $(cat "$E2E_TMP/stop.code")"
 call GET "/api/v1/force-stop?key=race"
@@ -299,7 +303,7 @@ wait "$stop_pid"
 read -r code secs <"$E2E_TMP/stop.code"
 BODY=$(cat "$E2E_TMP/stop.body") CODE=$code
 check_final "the escalated stop"
-awk -v s="$secs" 'BEGIN { exit !(s < 3.5) }' || fail "the escalated stop took $secs s (the drain: ~5 s)"
+awk -v s="$secs" 'BEGIN { exit !(s < 10) }' || fail "the escalated stop took $secs s (the drain: ~20 s)"
 jqtrue "$BODY" '.final.lost > 0' || fail "the escalated stop lost nothing: $BODY"
 ok "the escalated stop returned in $secs s"
 
@@ -312,12 +316,16 @@ printf 'GET /api/v1/pi' >&3
 exec 4<>"/dev/tcp/127.0.0.1/$API_PORT" || fail "cannot connect to the API"
 printf 'POST /api/v1/init?key=slow HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"capa' >&4
 sleep 0.3
-for i in 1 2 3; do
+# Blocked, every ping would time out; one answer within 1 s proves it is not
+# (a few tries: a busy machine may stall one).
+answered=""
+for i in 1 2 3 4 5; do
 	t0=$(now_ms)
-	out=$(curl -sS --max-time 1 "$API/api/v1/ping") || fail "ping timed out while a slow client holds a connection"
-	[ "$(jq -r .message <<<"$out")" = pong ] || fail "ping while a slow client holds: $out"
+	out=$(curl -sS --max-time 1 "$API/api/v1/ping" 2>&1) && [ "$(jq -r .message <<<"$out")" = pong ] &&
+		{ answered="in $(( $(now_ms) - t0 )) ms (try $i)"; break; }
 done
-ok "ping answers in $(( $(now_ms) - t0 )) ms while two slow clients hold connections"
+[ -n "$answered" ] || fail "ping did not answer within 1 s while slow clients hold connections: $out"
+ok "ping answers $answered while two slow clients hold connections"
 call GET "/api/v1/status?key=k1"
 expect 200 '' "status while slow clients hold"
 exec 3>&- 4>&-

@@ -95,7 +95,8 @@ rate_positive() {
 	[ -n "$RATE" ] && awk -v r="$RATE" 'BEGIN { exit !(r > 0) }'
 }
 wait_for 5 "rate(queue_in_total{queue=\"demo100k\"}[5s]) > 0" rate_positive
-awk -v r="$RATE" 'BEGIN { exit !(r > 800 && r < 2400) }' ||
+# (The lower bound leaves room for a machine busy with other work.)
+awk -v r="$RATE" 'BEGIN { exit !(r > 600 && r < 2400) }' ||
 	fail "rate(queue_in_total{queue=\"demo100k\"}[5s]) = $RATE, want about 1,600 (8 producers x 200/s)"
 ok "rate(queue_in_total{queue=\"demo100k\"}[5s]) = $RATE (8 producers x 200/s)"
 v=$(query 'queue_producers_active{queue="demo100k"}')
