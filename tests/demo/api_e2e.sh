@@ -126,6 +126,15 @@ expect 400 '.error | test("^fail_rate:")' "init: exactly 1 MiB is read and parse
 init bad "$E2E_TMP/exact.json" -H 'Transfer-Encoding: chunked'
 expect 400 '.error | test("^fail_rate:")' "init: exactly 1 MiB chunked is read and parsed"
 
+# Redis dumps: no address at all, a malformed one (400), a server that is
+# not there (503).
+bad_body "redis dump without an address" 400 '.error | test("^dump.redis_addr: no Redis address")' \
+	'{"capacity": 10, "workers_max": 1, "allow_leak": true, "dump": {"capacity": 1000, "writer": "redis"}}'
+bad_body "redis_addr without a port" 400 '.error | test("^dump.redis_addr: expected host:port")' \
+	'{"capacity": 10, "workers_max": 1, "allow_leak": true, "dump": {"capacity": 1000, "writer": "redis", "redis_addr": "nohost"}}'
+bad_body "redis server not answering" 503 '.error | test("^dump: redis 127.0.0.1:1: cannot connect")' \
+	'{"capacity": 10, "workers_max": 1, "allow_leak": true, "dump": {"capacity": 1000, "writer": "redis", "redis_addr": "127.0.0.1:1"}}'
+
 call GET "/api/v1/status?key=bad"
 expect 404 '' "no queue was left behind by the refused inits"
 
@@ -220,7 +229,6 @@ jqtrue "$BODY" '.final.processed < .final.in' || fail "force-stop k2 drained eve
 ok "force-stop k2 in $(( $(now_ms) - t0 )) ms, not a drain"
 
 # --- concurrency ---------------------------------------------------------------------
-# (wait for these curls by pid: a bare wait would wait for the daemon too)
 pids=()
 # 20 inits of one key at once: one wins, the others are refused with 406.
 for i in $(seq 20); do
@@ -228,7 +236,7 @@ for i in $(seq 20); do
 		--data-binary "@$E2E_TMP/stuck.json" "$API/api/v1/init?key=race" >"$E2E_TMP/cc.$i" 2>&1 &
 	pids+=($!)
 done
-wait "${pids[@]}"
+wait_pids "${pids[@]}"
 codes=$(cat "$E2E_TMP"/cc.* | sort | uniq -c | tr -s ' ' | tr '\n' ';')
 [ "$(grep -lx 200 "$E2E_TMP"/cc.* | wc -l)" = 1 ] || fail "20 concurrent inits: want one 200, got $codes"
 [ "$(grep -lx 406 "$E2E_TMP"/cc.* | wc -l)" = 19 ] || fail "20 concurrent inits: want 19 x 406, got $codes"
@@ -250,7 +258,7 @@ for ep in stop status force-stop stop status force-stop status stop status force
 	pids+=($!)
 	echo "$ep" >"$E2E_TMP/ce.$n"
 done
-wait "${pids[@]}"
+wait_pids "${pids[@]}"
 finals=0
 for i in $(seq "$n"); do
 	ep=$(cat "$E2E_TMP/ce.$i") code=$(cat "$E2E_TMP/cc.$i") body=$(cat "$E2E_TMP/ci.$i")
@@ -310,6 +318,39 @@ ok "the escalated stop returned in $secs s"
 call GET /api/v1/ping
 expect 200 '.message == "pong"' "ping after the races"
 
+# At most 64 queues live (DEMO_STAGES_MAX): k1 and 63 more are accepted,
+# the next is refused with 503 until one stops.
+printf '{"capacity": 1, "workers_max": 1}' >"$E2E_TMP/tiny.json"
+pids=()
+for i in $(seq 63); do
+	curl -sS --max-time 30 -o /dev/null -w '%{http_code}\n' -X POST --data-binary "@$E2E_TMP/tiny.json" \
+		"$API/api/v1/init?key=q$i" >"$E2E_TMP/cc.$i" 2>&1 &
+	pids+=($!)
+	(( i % 16 )) || { wait_pids "${pids[@]}"; pids=(); }
+done
+wait_pids "${pids[@]}"
+[ "$(grep -lx 200 "$E2E_TMP"/cc.* | wc -l)" = 63 ] || fail "63 inits: $(cat "$E2E_TMP"/cc.* | sort | uniq -c | tr '\n' ' ')"
+rm -f "$E2E_TMP"/cc.*
+call GET /api/v1/list
+expect 200 '(.message | fromjson | length) == 64' "64 queues live"
+init q64 "$E2E_TMP/tiny.json"
+expect 503 '.error | test("already 64 queues running")' "init of a 65th queue"
+call GET "/api/v1/stop?key=q1"
+check_final "stop q1"
+init q64 "$E2E_TMP/tiny.json"
+expect 200 '' "init once one stopped"
+pids=()
+for i in $(seq 2 64); do
+	curl -sS --max-time 30 -o /dev/null -w '%{http_code}\n' "$API/api/v1/stop?key=q$i" >"$E2E_TMP/cc.$i" 2>&1 &
+	pids+=($!)
+	(( i % 16 )) || { wait_pids "${pids[@]}"; pids=(); }
+done
+wait_pids "${pids[@]}"
+[ "$(grep -lx 200 "$E2E_TMP"/cc.* | wc -l)" = 63 ] || fail "63 stops: $(cat "$E2E_TMP"/cc.* | sort | uniq -c | tr '\n' ' ')"
+rm -f "$E2E_TMP"/cc.*
+call GET /api/v1/list
+expect 200 '(.message | fromjson | map(.key)) == ["k1"]' "the 63 stopped, k1 left"
+
 # A slow client holding half a request line does not block the others.
 exec 3<>"/dev/tcp/127.0.0.1/$API_PORT" || fail "cannot connect to the API"
 printf 'GET /api/v1/pi' >&3
@@ -338,7 +379,7 @@ for i in $(seq 24); do
 	curl -sS --max-time 10 -o /dev/null -w '%{http_code}' "$API/api/v1/list" >"$E2E_TMP/cc.$i" 2>&1 &
 	pids+=($!)
 done
-wait "${pids[@]}"
+wait_pids "${pids[@]}"
 [ "$(grep -lx 200 "$E2E_TMP"/cc.* | wc -l)" = 24 ] || fail "24 parallel lists: $(cat "$E2E_TMP"/cc.* | tr '\n' ' ')"
 ok "24 parallel lists all 200"
 rm -f "$E2E_TMP"/cc.*

@@ -227,6 +227,12 @@ status_holds() {
 	[ -n "$LAST_STATUS" ] && jq -e "$2" <<<"$LAST_STATUS" >/dev/null 2>&1
 }
 
+# wait_pids PID...: waits for these background jobs only (a bare wait, or
+# wait with no PID, would wait for the daemon too).
+wait_pids() {
+	[ $# -eq 0 ] || wait "$@"
+}
+
 # jqtrue JSON EXPR: whether EXPR holds on JSON.
 # (jq -e on no input at all exits 0: an empty JSON is false here.)
 jqtrue() {
