@@ -88,6 +88,22 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 	return send_text(c, status, text, "application/json");
 }
 
+/* A query argument, or NULL when absent. *cut is set when the decoded
+ * value holds a NUL byte (%00): as a C string it would be cut short and
+ * read as another value ("a%00b" as key "a"). */
+static const char *query_arg(struct MHD_Connection *c, const char *name, bool *cut)
+{
+	const char *v = NULL;
+	size_t n = 0;
+	*cut = false;
+	if (MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND, name, strlen(name), &v, &n) !=
+		    MHD_YES ||
+	    v == NULL)
+		return NULL;
+	*cut = strlen(v) != n;
+	return v;
+}
+
 /* ?delta=N: absent or 0 means 1, as in the original. */
 static bool parse_delta(const char *d, unsigned *out)
 {
@@ -133,8 +149,9 @@ static enum MHD_Result api_stage(demo_http *h, struct MHD_Connection *c, const c
 {
 	unsigned delta = 1;
 	bool up = strcmp(what, "producer-up") == 0, down = strcmp(what, "producer-down") == 0;
+	bool cut = false;
 	if ((up || down) &&
-	    !parse_delta(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "delta"), &delta)) {
+	    (!parse_delta(query_arg(c, "delta", &cut), &delta) || cut)) {
 		char err[128];
 		snprintf(err, sizeof err, "delta: expected an integer 0..%u", DEMO_PRODUCERS_MAX);
 		return reply(c, 400, err, NULL, NULL);
@@ -194,10 +211,11 @@ static enum MHD_Result api_route(demo_http *h, struct MHD_Connection *c, const c
 		free(list);
 		return ret;
 	}
-	const char *key = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "key");
-	if (key == NULL || key[0] == '\0')
+	bool cut = false;
+	const char *key = query_arg(c, "key", &cut);
+	if ((key == NULL || key[0] == '\0') && !cut)
 		return reply(c, 400, "key: missing; add ?key=<name>", NULL, NULL);
-	if (!demo_key_valid(key))
+	if (cut || !demo_key_valid(key))
 		return reply(c, 400, "key: must be 1 to 63 characters of A-Z, a-z, 0-9, _ and -",
 			     NULL, NULL);
 	if (is_init) {
