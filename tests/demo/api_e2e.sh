@@ -48,16 +48,16 @@ for ep in status producer-up producer-down stop force-stop init; do
 	call POST "/api/v1/$ep?key="
 	expect 400 '.error | test("^key: missing")' "$ep with an empty key"
 done
-long=$(printf 'k%.0s' $(seq 65))
+long=$(printf 'k%.0s' $(seq 64))
 for bad in '../etc' '..%2Fetc' "$long" 'a%20b' 'a.b' 'a%00b' '%00' '%C3%A9'; do
 	call GET "/api/v1/status?key=$bad"
-	expect 400 '.error | test("^key: must be 1 to 64 characters")' "status with key '$bad'"
+	expect 400 '.error | test("^key: must be 1 to 63 characters")' "status with key '$bad'"
 done
 init "../etc" "$small"
 expect 400 '.error | test("^key:")' "init with key ../etc"
 [ -z "$(ls -A "$E2E_DUMP")" ] || fail "the dump dir is not empty after bad keys"
 call GET "/api/v1/status?key=${long:1}"
-expect 404 '.error | test("not found")' "status with a 64-character key (valid, unknown)"
+expect 404 '.error | test("not found")' "status with a 63-character key (valid, unknown)"
 for ep in status producer-up producer-down stop force-stop; do
 	call GET "/api/v1/$ep?key=nosuch"
 	expect 404 '.error | test("queue \"nosuch\" not found")' "$ep of an unknown key"
