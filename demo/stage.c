@@ -306,13 +306,10 @@ static json_t *queue_json(const blq *q)
 	return v != NULL ? v : json_null();
 }
 
-char *demo_stage_status_json(demo_stage *s)
+/* Adds the dump's and the restorer's counters to @o (consumed) and
+ * returns it as text (malloc'd), or NULL. */
+static char *with_dump_text(demo_stage *s, json_t *o)
 {
-	unsigned active, max;
-	demo_stage_producers(s, &active, &max);
-	json_t *o = json_pack("{s:s,s:o,s:i,s:i,s:i,s:i}", "key", s->key, "queue", queue_json(s->q),
-			      "producers_min", (int)s->spec.producers_min, "producers_max", (int)max,
-			      "producers_idle", (int)(max - active), "producers_active", (int)active);
 	if (o == NULL)
 		return NULL;
 	if (s->dump != NULL)
@@ -322,6 +319,16 @@ char *demo_stage_status_json(demo_stage *s)
 	char *text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return text;
+}
+
+char *demo_stage_status_json(demo_stage *s)
+{
+	unsigned active, max;
+	demo_stage_producers(s, &active, &max);
+	json_t *o = json_pack("{s:s,s:o,s:i,s:i,s:i,s:i}", "key", s->key, "queue", queue_json(s->q),
+			      "producers_min", (int)s->spec.producers_min, "producers_max", (int)max,
+			      "producers_idle", (int)(max - active), "producers_active", (int)active);
+	return with_dump_text(s, o);
 }
 
 void demo_stage_stop(demo_stage *s, bool force)
@@ -368,15 +375,7 @@ char *demo_stage_final_json(demo_stage *s)
 			      (json_int_t)st.expired, "lost", (json_int_t)st.lost, "retried",
 			      (json_int_t)st.retried, "timed_out", (json_int_t)st.timed_out,
 			      "size", (json_int_t)st.size, "balanced", balanced);
-	if (o == NULL)
-		return NULL;
-	if (s->dump != NULL)
-		json_object_set_new(o, "dump", dump_stats_json(s->dump));
-	if (s->restorer != NULL)
-		json_object_set_new(o, "restore", restorer_stats_json(s->restorer));
-	char *text = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
-	return text;
+	return with_dump_text(s, o);
 }
 
 void demo_stage_free(demo_stage *s)
