@@ -343,13 +343,26 @@ bool demo_registry_stop_all(demo_registry *r, bool force)
 
 void demo_registry_force_all(demo_registry *r)
 {
+	/* Borrow every stage being stopped, then force them without the lock:
+	 * a force close hands the whole queue to its DLQ, which may take a
+	 * while, and /metrics, status and list need the lock meanwhile. */
+	entry *borrowed[DEMO_STAGES_MAX];
+	demo_stage *stages[DEMO_STAGES_MAX];
+	unsigned n = 0;
 	pthread_mutex_lock(&r->mu);
 	r->shutting_down = true;
 	r->forcing = true;
-	for (unsigned i = 0; i < r->nkeys; i++) {
+	for (unsigned i = 0; i < r->nkeys && n < DEMO_STAGES_MAX; i++) {
 		entry *e = &r->entries[i];
-		if (e->state == ENTRY_STOPPING && e->stage != NULL)
-			demo_stage_force(e->stage); /* freed only after the lock is taken again */
+		if (e->state == ENTRY_STOPPING && e->stage != NULL) {
+			e->refs++;
+			stages[n] = e->stage;
+			borrowed[n++] = e;
+		}
 	}
 	pthread_mutex_unlock(&r->mu);
+	for (unsigned i = 0; i < n; i++) {
+		demo_stage_force(stages[i]);
+		demo_registry_put(r, borrowed[i]->key);
+	}
 }
