@@ -17,6 +17,9 @@ typedef struct entry {
 	demo_stage *stage;
 	const blq_metrics_writer *qw;
 	const blq_dump_metrics *dw;
+	uint64_t stops;          /* stops completed, so an escalation can wait for one */
+	char *final;             /* the last stop's accounting, for the escalations */
+	bool forced;             /* the stop in progress was escalated */
 } entry;
 
 struct demo_registry {
@@ -62,6 +65,8 @@ void demo_registry_free(demo_registry *r)
 		return;
 	pthread_mutex_destroy(&r->mu);
 	pthread_cond_destroy(&r->cond);
+	for (unsigned i = 0; i < r->nkeys; i++)
+		free(r->entries[i].final);
 	free(r->entries);
 	free(r);
 }
@@ -185,6 +190,11 @@ static char *stop_entry(demo_registry *r, entry *e, bool force)
 	 * new queue's gauges). */
 	demo_stage_free(s);
 	pthread_mutex_lock(&r->mu);
+	force = force || e->forced;
+	e->forced = false;
+	free(e->final);
+	e->final = final != NULL ? strdup(final) : NULL;
+	e->stops++;
 	e->state = ENTRY_IDLE;
 	r->live--;
 	pthread_cond_broadcast(&r->cond);
@@ -216,16 +226,23 @@ int demo_registry_stop(demo_registry *r, const char *key, bool force, char **fin
 			snprintf(err, errlen, "queue \"%s\" is already stopping", key);
 			return 409;
 		}
-		/* Escalate the stop in progress; its own caller frees the stage. */
+		/* Escalate the stop in progress (its own caller frees the
+		 * stage), then answer with its accounting once it is done. */
+		uint64_t gen = e->stops;
 		demo_stage *s = e->stage;
-		if (s == NULL) { /* stopped, being freed: nothing left to force */
+		if (s != NULL) { /* NULL: stopped already, being freed */
+			e->refs++;
+			e->forced = true;
 			pthread_mutex_unlock(&r->mu);
-			return 200;
+			demo_stage_force(s);
+			pthread_mutex_lock(&r->mu);
+			if (--e->refs == 0)
+				pthread_cond_broadcast(&r->cond);
 		}
-		e->refs++;
+		while (e->stops == gen)
+			pthread_cond_wait(&r->cond, &r->mu);
+		*final = e->final != NULL ? strdup(e->final) : NULL;
 		pthread_mutex_unlock(&r->mu);
-		demo_stage_force(s);
-		demo_registry_put(r, key);
 		return 200;
 	}
 	e->state = ENTRY_STOPPING;
