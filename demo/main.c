@@ -117,19 +117,13 @@ int main(int argc, char **argv)
 	demo_env env = {.dump_dir = dump_dir, .logger = blq_stderr_logger(level)};
 	char redis_host[256];
 	if (redis != NULL) {
-		const char *colon = strrchr(redis, ':');
-		char *end = NULL;
-		long port = colon ? strtol(colon + 1, &end, 10) : 0;
-		if (colon == NULL || colon == redis || (size_t)(colon - redis) >= sizeof redis_host ||
-		    *end != '\0' || port < 1 || port > 65535) {
+		if (!demo_split_hostport(redis, redis_host, sizeof redis_host, &env.redis_port)) {
 			fprintf(stderr, "blq-demo: --redis: expected host:port, got \"%s\"\n", redis);
 			return 64;
 		}
-		memcpy(redis_host, redis, (size_t)(colon - redis));
-		redis_host[colon - redis] = '\0';
 		env.redis_host = redis_host;
-		env.redis_port = (int)port;
 	}
+
 	if (mkdir(dump_dir, 0750) != 0 && errno != EEXIST) {
 		fprintf(stderr, "blq-demo: --dump-dir %s: %s\n", dump_dir, strerror(errno));
 		return 1;

@@ -80,3 +80,18 @@ int demo_listen(const char *addr, char *bound, size_t boundlen, bool *ipv6, char
 	snprintf(bound, boundlen, *ipv6 ? "[%s]:%s" : "%s:%s", h, sv);
 	return fd;
 }
+
+bool demo_split_hostport(const char *addr, char *host, size_t hostlen, int *port)
+{
+	const char *colon = strrchr(addr, ':');
+	if (colon == NULL || colon == addr || (size_t)(colon - addr) >= hostlen)
+		return false;
+	char *end;
+	long p = strtol(colon + 1, &end, 10);
+	if (colon[1] == '\0' || *end != '\0' || p < 1 || p > 65535)
+		return false;
+	memcpy(host, addr, (size_t)(colon - addr));
+	host[colon - addr] = '\0';
+	*port = (int)p;
+	return true;
+}

@@ -15,4 +15,10 @@
 int demo_listen(const char *addr, char *bound, size_t boundlen, bool *ipv6, char *err,
 		size_t errlen);
 
+/**
+ * demo_split_hostport() - "host:port" (port 1..65535) into @host and @port.
+ * Return: false when malformed or the host does not fit @hostlen.
+ */
+bool demo_split_hostport(const char *addr, char *host, size_t hostlen, int *port);
+
 #endif

@@ -1,6 +1,8 @@
 /* A stage: the queue built from the init body, its DLQ, dump and restorer. */
 #include "stage_internal.h"
 
+#include "net.h"
+
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,22 +29,6 @@ void demo_stage_log(const demo_stage *s, int level, const char *fmt, ...)
 	log_line(&s->logger, level, "queue %s: %s", s->key, line);
 }
 
-/* "host:port" into its parts; false when malformed. */
-static bool split_addr(const char *addr, char *host, size_t hostlen, int *port)
-{
-	const char *colon = strrchr(addr, ':');
-	if (colon == NULL || colon == addr || (size_t)(colon - addr) >= hostlen)
-		return false;
-	char *end;
-	long p = strtol(colon + 1, &end, 10);
-	if (*end != '\0' || p < 1 || p > 65535)
-		return false;
-	memcpy(host, addr, (size_t)(colon - addr));
-	host[colon - addr] = '\0';
-	*port = (int)p;
-	return true;
-}
-
 /* The dump's writer and reader, on disk or in a Redis stream. */
 static int build_dump_io(demo_stage *s, const demo_env *env, const blq_dump_metrics *dw,
 			 char *err, size_t errlen, int *status)
@@ -64,7 +50,7 @@ static int build_dump_io(demo_stage *s, const demo_env *env, const blq_dump_metr
 		int port = env->redis_port;
 		const char *h = env->redis_host;
 		if (s->spec.dump.redis_addr[0] != '\0') {
-			if (!split_addr(s->spec.dump.redis_addr, host, sizeof host, &port)) {
+			if (!demo_split_hostport(s->spec.dump.redis_addr, host, sizeof host, &port)) {
 				snprintf(err, errlen, "dump.redis_addr: expected host:port, got \"%s\"",
 					 s->spec.dump.redis_addr);
 				*status = 400;
