@@ -2,6 +2,7 @@
 #include "http.h"
 
 #include "deadline.h"
+#include "log.h"
 
 #include <jansson.h>
 #include <microhttpd.h>
@@ -31,17 +32,6 @@ static demo_conn *conn_of(struct MHD_Connection *c)
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	return ci != NULL ? ci->socket_context : NULL;
-}
-
-static void hlog(const demo_http *h, int level, const char *fmt, ...)
-{
-	const blq_logger *l = h->logger;
-	if (l->log == NULL || level > (l->level ? l->level : BLQ_LOG_INFO))
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	l->log(l->ctx, level, fmt, ap);
-	va_end(ap);
 }
 
 static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, char *text,
@@ -135,10 +125,10 @@ static enum MHD_Result api_init(demo_http *h, struct MHD_Connection *c, const ch
 		status = demo_registry_init(h->reg, key, spec, err, sizeof err);
 	free(spec);
 	if (status != 200) {
-		hlog(h, BLQ_LOG_WARN, "init %s: %d %s", key, status, err);
+		demo_log(h->logger, BLQ_LOG_WARN, "init %s: %d %s", key, status, err);
 		return reply(c, (unsigned)status, err, NULL, NULL);
 	}
-	hlog(h, BLQ_LOG_INFO, "init %s: started", key);
+	demo_log(h->logger, BLQ_LOG_INFO, "init %s: started", key);
 	return reply(c, 200, NULL, "success", NULL);
 }
 
@@ -228,7 +218,7 @@ static enum MHD_Result api_route(demo_http *h, struct MHD_Connection *c, const c
 		int status = demo_registry_stop(h->reg, key, force, &final, err, sizeof err);
 		if (status != 200)
 			return reply(c, (unsigned)status, err, NULL, NULL);
-		hlog(h, BLQ_LOG_INFO, "%s %s: done", what, key);
+		demo_log(h->logger, BLQ_LOG_INFO, "%s %s: done", what, key);
 		return reply(c, 200, NULL, "success", final);
 	}
 	return api_stage(h, c, what, key);
@@ -363,9 +353,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	const demo_http *h = cls;
-	const blq_logger *l = h->logger;
-	if (l->log != NULL && BLQ_LOG_DEBUG <= (l->level ? l->level : BLQ_LOG_INFO))
-		l->log(l->ctx, BLQ_LOG_DEBUG, fmt, ap);
+	demo_vlog(h->logger, BLQ_LOG_DEBUG, fmt, ap);
 }
 
 demo_http *demo_http_start(demo_registry *reg, blq_prom *prom, int fd, bool ipv6, bool metrics,

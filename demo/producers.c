@@ -8,6 +8,8 @@
  */
 #include "stage_internal.h"
 
+#include "log.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,7 +212,8 @@ static void *schedule_main(void *arg)
 			pthread_mutex_unlock(&s->smu);
 			if (demo_producers_set(s, target, err, sizeof err) != 0) {
 				current = -2; /* try again at the next tick */
-				demo_stage_log(s, BLQ_LOG_WARN, "producers_schedule: %s", err);
+				demo_log(&s->logger, BLQ_LOG_WARN, "queue %s: producers_schedule: %s",
+					 s->key, err);
 			}
 			pthread_mutex_lock(&s->smu);
 		}

@@ -1,6 +1,8 @@
 /* Stages by key: the state machine of registry.h under one mutex. */
 #include "registry.h"
 
+#include "log.h"
+
 #include <jansson.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -32,16 +34,6 @@ struct demo_registry {
 	bool shutting_down;
 	bool forcing;        /* a second signal: every stop is forced */
 };
-
-static void logf_env(const demo_env *env, int level, const char *fmt, ...)
-{
-	if (env->logger.log == NULL || level > (env->logger.level ? env->logger.level : BLQ_LOG_INFO))
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	env->logger.log(env->logger.ctx, level, fmt, ap);
-	va_end(ap);
-}
 
 demo_registry *demo_registry_new(const demo_env *env)
 {
@@ -199,8 +191,8 @@ static char *stop_entry(demo_registry *r, entry *e, bool force)
 	r->live--;
 	pthread_cond_broadcast(&r->cond);
 	pthread_mutex_unlock(&r->mu);
-	logf_env(r->env, BLQ_LOG_INFO, "queue %s: stopped%s: %s", e->key, force ? " (force)" : "",
-		 final ? final : "(no accounting: out of memory)");
+	demo_log(&r->env->logger, BLQ_LOG_INFO, "queue %s: stopped%s: %s", e->key,
+		 force ? " (force)" : "", final ? final : "(no accounting: out of memory)");
 	return final;
 }
 

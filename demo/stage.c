@@ -1,33 +1,13 @@
 /* A stage: the queue built from the init body, its DLQ, dump and restorer. */
 #include "stage_internal.h"
 
+#include "log.h"
 #include "net.h"
 
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void log_line(const blq_logger *l, int level, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	l->log(l->ctx, level, fmt, ap);
-	va_end(ap);
-}
-
-void demo_stage_log(const demo_stage *s, int level, const char *fmt, ...)
-{
-	if (s->logger.log == NULL || level > (s->logger.level ? s->logger.level : BLQ_LOG_INFO))
-		return;
-	char line[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
-	va_end(ap);
-	log_line(&s->logger, level, "queue %s: %s", s->key, line);
-}
 
 /* The dump's writer and reader, on disk or in a Redis stream. */
 static int build_dump_io(demo_stage *s, const demo_env *env, const blq_dump_metrics *dw,
@@ -223,7 +203,8 @@ demo_stage *demo_stage_start(const char *key, const demo_spec *spec, const demo_
 		demo_stage_free(s);
 		return NULL;
 	}
-	demo_stage_log(s, BLQ_LOG_INFO, "started: capacity %zu, %u producers", blq_capacity(s->q),
+	demo_log(&s->logger, BLQ_LOG_INFO, "queue %s: started: capacity %zu, %u producers", s->key,
+		 blq_capacity(s->q),
 		       spec->producers_min);
 	return s;
 fail:
@@ -332,7 +313,8 @@ void demo_stage_stop(demo_stage *s, bool force)
 	}
 	demo_producers_join(s);
 	if (s->dump != NULL && blq_dump_close(s->dump) != 0)
-		demo_stage_log(s, BLQ_LOG_ERROR, "dump: items dropped at close (see its counters)");
+		demo_log(&s->logger, BLQ_LOG_ERROR, "queue %s: dump: items dropped at close (see its "
+			 "counters)", s->key);
 }
 
 void demo_stage_force(demo_stage *s)

@@ -51,9 +51,6 @@ struct demo_stage {
 	blq_logger logger;
 };
 
-/* Logs one line through the stage's logger, prefixed with its key. */
-void demo_stage_log(const demo_stage *s, int level, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 /* The worker: sleeps worker_delay (varied by +-50% with allow_deadline, as
  * the original), polling the cancel flag, and fails at fail_rate. */
