@@ -8,15 +8,20 @@
  * stopping producer notices within this. */
 #define SLICE_NS 10000000ull
 
-void demo_sleep_while(uint64_t ns, _Atomic int *flag, int keep)
+void demo_sleep_while(uint64_t ns, bool (*go_on)(const void *ctx), const void *ctx)
 {
-	while (ns > 0 && (flag == NULL || atomic_load_explicit(flag, memory_order_relaxed) == keep)) {
+	while (ns > 0 && go_on(ctx)) {
 		uint64_t step = ns < SLICE_NS ? ns : SLICE_NS;
 		struct timespec ts = {.tv_sec = (time_t)(step / 1000000000u),
 				      .tv_nsec = (long)(step % 1000000000u)};
 		nanosleep(&ts, NULL);
 		ns -= step;
 	}
+}
+
+static bool not_cancelled(const void *task)
+{
+	return !blq_task_cancelled(task);
 }
 
 int demo_emulate_work(void *ctx, void *payload, blq_task *task)
@@ -26,11 +31,7 @@ int demo_emulate_work(void *ctx, void *payload, blq_task *task)
 	uint64_t d = s->spec.worker_delay_ns ? s->spec.worker_delay_ns : 75;
 	if (s->spec.allow_deadline)
 		d = d - d / 2 + blq_rand_below(d); /* [d/2, 3d/2): some miss the deadline */
-	while (d > 0 && !blq_task_cancelled(task)) {
-		uint64_t step = d < SLICE_NS ? d : SLICE_NS;
-		demo_sleep_while(step, NULL, 0);
-		d -= step;
-	}
+	demo_sleep_while(d, not_cancelled, task);
 	if (s->spec.fail_rate > 0 &&
 	    (double)blq_rand_below(1000000) < s->spec.fail_rate * 1000000.0)
 		return 1; /* the original's "artificial fail" */

@@ -18,14 +18,20 @@
 
 #define SCHEDULE_TICK_NS 50000000ull /* the original calibrates every 50 ms */
 
+static bool still_active(const void *p)
+{
+	return atomic_load_explicit(&((const producer *)p)->state, memory_order_relaxed) ==
+	       PRODUCER_ACTIVE;
+}
+
 static void *producer_main(void *arg)
 {
 	producer *p = arg;
 	demo_stage *s = p->stage;
 	uint64_t delay = s->spec.producer_delay_ns ? s->spec.producer_delay_ns : 50;
-	while (atomic_load(&p->state) == PRODUCER_ACTIVE) {
-		demo_sleep_while(delay, &p->state, PRODUCER_ACTIVE);
-		if (atomic_load(&p->state) != PRODUCER_ACTIVE)
+	while (still_active(p)) {
+		demo_sleep_while(delay, still_active, p);
+		if (!still_active(p))
 			break;
 		blq_job job = {.payload = (void *)(uintptr_t)(atomic_fetch_add(&s->seq, 1) + 1)};
 		if (s->spec.allow_deadline)

@@ -73,7 +73,8 @@ void demo_producers_free(demo_stage *s);
 int demo_schedule_start(demo_stage *s, char *err, size_t errlen);
 void demo_schedule_stop(demo_stage *s);
 
-/* Sleeps ns, in slices, returning early once *flag != keep. */
-void demo_sleep_while(uint64_t ns, _Atomic int *flag, int keep);
+/* Sleeps ns in slices of at most 10 ms, returning early once go_on(ctx)
+ * is false (asked before each slice). */
+void demo_sleep_while(uint64_t ns, bool (*go_on)(const void *ctx), const void *ctx);
 
 #endif
