@@ -166,12 +166,13 @@ void demo_registry_put(demo_registry *r, const char *key)
 }
 
 /* Stops e's stage (the caller set STOPPING and holds no lock), frees it
- * once unborrowed, and returns its final accounting. */
-static char *stop_entry(demo_registry *r, entry *e, bool force)
+ * once unborrowed, and returns its final accounting (@balanced: whether
+ * it balanced). */
+static char *stop_entry(demo_registry *r, entry *e, bool force, bool *balanced)
 {
 	demo_stage *s = e->stage;
 	demo_stage_stop(s, force);
-	char *final = demo_stage_final_json(s);
+	char *final = demo_stage_final_json(s, balanced);
 	pthread_mutex_lock(&r->mu);
 	while (e->refs > 0)
 		pthread_cond_wait(&r->cond, &r->mu);
@@ -240,7 +241,8 @@ int demo_registry_stop(demo_registry *r, const char *key, bool force, char **fin
 	e->state = ENTRY_STOPPING;
 	force = force || r->forcing; /* after a second signal every stop is forced */
 	pthread_mutex_unlock(&r->mu);
-	*final = stop_entry(r, e, force);
+	bool balanced;
+	*final = stop_entry(r, e, force, &balanced);
 	return 200;
 }
 
@@ -340,9 +342,9 @@ bool demo_registry_stop_all(demo_registry *r, bool force)
 		e->state = ENTRY_STOPPING;
 		bool f = force || r->forcing;
 		pthread_mutex_unlock(&r->mu);
-		char *final = stop_entry(r, e, f);
-		if (final == NULL || strstr(final, "\"balanced\":true") == NULL)
-			balanced = false;
+		bool ok;
+		char *final = stop_entry(r, e, f, &ok);
+		balanced = balanced && ok;
 		free(final);
 		pthread_mutex_lock(&r->mu);
 	}

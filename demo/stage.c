@@ -323,26 +323,27 @@ void demo_stage_force(demo_stage *s)
 		blq_force_close(s->q);
 }
 
-char *demo_stage_final_json(demo_stage *s)
+char *demo_stage_final_json(demo_stage *s, bool *balanced)
 {
 	struct blq_stats st;
+	*balanced = false;
 	if (s->q == NULL || blq_stats(s->q, &st) != 0)
 		return NULL;
 	uint64_t out = st.processed + st.failed + st.leaked + st.expired + st.lost;
-	bool balanced = st.in == out && st.size == 0;
+	*balanced = st.in == out && st.size == 0;
 	if (s->dump != NULL) {
 		/* Leaked counts what the dump accepted; what it then dropped at
 		 * close (a writer down) is lost, not accounted for. */
 		struct blq_dump_stats ds;
-		balanced = balanced && blq_dump_stats(s->dump, &ds) == 0 && ds.dropped == 0 &&
-			   ds.buffered == 0;
+		*balanced = *balanced && blq_dump_stats(s->dump, &ds) == 0 && ds.dropped == 0 &&
+			    ds.buffered == 0;
 	}
 	json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b}", "in", (json_int_t)st.in,
 			      "processed", (json_int_t)st.processed, "failed",
 			      (json_int_t)st.failed, "leaked", (json_int_t)st.leaked, "expired",
 			      (json_int_t)st.expired, "lost", (json_int_t)st.lost, "retried",
 			      (json_int_t)st.retried, "timed_out", (json_int_t)st.timed_out,
-			      "size", (json_int_t)st.size, "balanced", balanced);
+			      "size", (json_int_t)st.size, "balanced", *balanced);
 	return with_dump_text(s, o);
 }
 

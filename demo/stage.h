@@ -75,9 +75,11 @@ void demo_stage_force(demo_stage *s);
 
 /**
  * demo_stage_final_json() - after demo_stage_stop: the exact accounting
- * ({"in":..,"processed":..,...,"balanced":true}). Return: malloc'd, or NULL.
+ * ({"in":..,"processed":..,...,"balanced":true}).
+ * @balanced: receives the "balanced" it reports (false when it fails).
+ * Return: malloc'd, or NULL.
  */
-char *demo_stage_final_json(demo_stage *s);
+char *demo_stage_final_json(demo_stage *s, bool *balanced);
 
 /** demo_stage_free() - free everything; after demo_stage_stop. */
 void demo_stage_free(demo_stage *s);
