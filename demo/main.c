@@ -183,14 +183,14 @@ int main(int argc, char **argv)
 		d.balanced = demo_registry_stop_all(reg, true);
 		forced = true;
 	} else {
+		/* Listen for a second signal until the drain is done; once
+		 * forced, only the join is left to wait for. */
 		struct timespec tick = {.tv_sec = 0, .tv_nsec = 50000000};
-		while (!atomic_load(&d.done)) {
-			if (!forced && sigtimedwait(&sigs, NULL, &tick) > 0) {
+		while (!forced && !atomic_load(&d.done)) {
+			if (sigtimedwait(&sigs, NULL, &tick) > 0) {
 				fprintf(stderr, "blq-demo: second signal: forcing the close\n");
 				demo_registry_force_all(reg);
 				forced = true;
-			} else if (forced) {
-				nanosleep(&tick, NULL);
 			}
 		}
 		pthread_join(t, NULL);
