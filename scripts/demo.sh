@@ -49,22 +49,18 @@ url=http://127.0.0.1:$api/api/v1
 for _ in $(seq 50); do curl -sf "$url/ping" >/dev/null 2>&1 && break; sleep 0.1; done
 echo "== blq-demo: api $url, metrics http://127.0.0.1:$met/metrics, log $work/daemon.log"
 
-call() { # call PATH [curl args]: the reply; exits on a non-200 reply
-	local path=$1 out
-	shift
-	out=$(curl -sS -w '\n%{http_code}' "$@" "$url/$path" 2>&1) || true
-	if [ "${out##*$'\n'}" != 200 ]; then
-		echo "scripts/demo.sh: $path: ${out%$'\n'*}" >&2
-		exit 1
-	fi
-	printf '%s\n' "${out%$'\n'*}"
-}
+# The scenario scripts' requests (demo/requests/lib.sh): blq_call ACTION
+# prints the reply and fails, naming the action and the HTTP code, on
+# anything but 200.
+# shellcheck disable=SC2034 # read by lib.sh
+BLQ_KEY=demo100k BLQ_STEP=4 BLQ_DEMO_URL=http://127.0.0.1:$api
+# shellcheck source=demo/requests/lib.sh
+. demo/requests/lib.sh
 
 echo "== init demo100k (demo/requests/demo100k.json); producers 4 -> 20 -> 4 over ${seconds} s"
 echo "   (2 workers of 300 us serve about 5,500 items/s, more than 20 producers of 5 ms make,"
 echo "   so the balancer keeps workers_min; demo/requests/demo100k_dump.sh run overloads it)"
-call "init?key=demo100k" -XPOST -H 'Content-Type: application/json' \
-	--data-binary @demo/requests/demo100k.json >/dev/null
+blq_call init >/dev/null
 printf '%4s %7s %9s %5s %9s %9s %9s %9s\n' t size "workers" prod "in/s" "out/s" "leak/s" "lost/s"
 printf '%4s %7s %9s %5s %9s %9s %9s %9s\n' "" "" "act/slp" "" "" "" "" ""
 span=$((seconds * 2 / 5))
@@ -73,16 +69,16 @@ downs=0
 prev=""
 for ((t = 1; t <= seconds; t++)); do
 	while ((ups < 4 && t >= (ups + 1) * span / 4)); do
-		call "producer-up?key=demo100k&delta=4" >/dev/null
+		blq_call up >/dev/null
 		ups=$((ups + 1))
 	done
 	while ((downs < ups && t >= seconds / 2 + (downs + 1) * span / 4)); do
-		call "producer-down?key=demo100k&delta=4" >/dev/null
+		blq_call down >/dev/null
 		downs=$((downs + 1))
 	done
 	sleep 1
 	# Counters now, as "size active asleep producers in out leaked lost".
-	cur=$(call "status?key=demo100k" | jq -r '.message | fromjson |
+	cur=$(blq_call status | jq -r '.message | fromjson |
 		[.queue.size, .queue.workers.active, .queue.workers.asleep, .producers_active,
 		 .queue.in, .queue.processed + .queue.failed + .queue.expired, .queue.leaked,
 		 .queue.lost] | @tsv')
@@ -96,7 +92,7 @@ for ((t = 1; t <= seconds; t++)); do
 done
 
 echo "== graceful stop: producers stop, the queue drains; final accounting"
-call "stop?key=demo100k" | jq -r '.final |
+blq_call stop | jq -r '.final |
 	"in \(.in) = processed \(.processed) + failed \(.failed) + leaked \(.leaked) + expired \(.expired) + lost \(.lost): \(if .balanced then "balanced" else "NOT BALANCED" end)"'
 kill -TERM "$pid"
 rc=0
