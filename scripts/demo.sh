@@ -44,7 +44,7 @@ work=$(mktemp -d /tmp/blq-demo.XXXXXX)
 build/demo/demo/blq-demo --listen "127.0.0.1:$api" --metrics-listen "127.0.0.1:$met" \
 	--dump-dir "$work/dump" 2>"$work/daemon.log" &
 pid=$!
-trap 'kill -9 $pid 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill -9 $pid 2>/dev/null || true; rm -rf "$work"' EXIT
 url=http://127.0.0.1:$api/api/v1
 for _ in $(seq 50); do curl -sf "$url/ping" >/dev/null 2>&1 && break; sleep 0.1; done
 echo "== blq-demo: api $url, metrics http://127.0.0.1:$met/metrics, log $work/daemon.log"
