@@ -28,14 +28,14 @@ static void *producer_main(void *arg)
 {
 	producer *p = arg;
 	demo_stage *s = p->stage;
-	uint64_t delay = s->spec.producer_delay_ns ? s->spec.producer_delay_ns : 50;
+	uint64_t delay = s->spec.producer_delay_ns;
 	while (still_active(p)) {
 		demo_sleep_while(delay, still_active, p);
 		if (!still_active(p))
 			break;
 		blq_job job = {.payload = (void *)(uintptr_t)(atomic_fetch_add(&s->seq, 1) + 1)};
 		if (s->spec.allow_deadline)
-			job.deadline_ns = s->spec.worker_delay_ns ? s->spec.worker_delay_ns : 75;
+			job.deadline_ns = s->spec.worker_delay_ns;
 		if (blq_enqueue_job(s->q, &job) == BLQ_ECLOSED)
 			break;
 	}
@@ -67,6 +67,17 @@ static bool reap(producer *p)
 	return true;
 }
 
+/* Retires active producers, the newest first (as the original), until
+ * target are left; the caller holds pmu. */
+static void retire_down_to(demo_stage *s, unsigned target)
+{
+	for (unsigned i = s->spec.producers_max; i-- > 0 && s->active > target;)
+		if (atomic_load(&s->producers[i].state) == PRODUCER_ACTIVE) {
+			atomic_store(&s->producers[i].state, PRODUCER_RETIRING);
+			s->active--;
+		}
+}
+
 /* Moves the count of active producers to target; the caller holds pmu. */
 static int set_locked(demo_stage *s, unsigned target, char *err, size_t errlen)
 {
@@ -76,12 +87,7 @@ static int set_locked(demo_stage *s, unsigned target, char *err, size_t errlen)
 		snprintf(err, errlen, "producers: the queue is stopping");
 		return -1;
 	}
-	/* Lower: the newest first, as the original. */
-	for (unsigned i = n; i-- > 0 && s->active > target;)
-		if (atomic_load(&s->producers[i].state) == PRODUCER_ACTIVE) {
-			atomic_store(&s->producers[i].state, PRODUCER_RETIRING);
-			s->active--;
-		}
+	retire_down_to(s, target);
 	if (s->active >= target)
 		return 0;
 	/* Raise: all or nothing. Count the free slots first (a retired
@@ -109,12 +115,8 @@ static int set_locked(demo_stage *s, unsigned target, char *err, size_t errlen)
 		}
 		s->active++;
 	}
-	/* A thread would not start: retire the ones just started. */
-	for (unsigned i = n; rc != 0 && i-- > 0 && s->active > from;)
-		if (atomic_load(&s->producers[i].state) == PRODUCER_ACTIVE) {
-			atomic_store(&s->producers[i].state, PRODUCER_RETIRING);
-			s->active--;
-		}
+	if (rc != 0) /* a thread would not start: retire the ones just started */
+		retire_down_to(s, from);
 	return rc;
 }
 
@@ -150,10 +152,7 @@ void demo_producers_stop_all(demo_stage *s)
 		return;
 	pthread_mutex_lock(&s->pmu);
 	s->producers_closed = true;
-	for (unsigned i = 0; i < s->spec.producers_max; i++)
-		if (atomic_load(&s->producers[i].state) == PRODUCER_ACTIVE)
-			atomic_store(&s->producers[i].state, PRODUCER_RETIRING);
-	s->active = 0;
+	retire_down_to(s, 0);
 	pthread_mutex_unlock(&s->pmu);
 }
 
