@@ -28,7 +28,7 @@ int demo_emulate_work(void *ctx, void *payload, blq_task *task)
 {
 	(void)payload; /* a sequence number: nothing to free */
 	const demo_stage *s = ctx;
-	uint64_t d = s->spec.worker_delay_ns ? s->spec.worker_delay_ns : 75;
+	uint64_t d = s->spec.worker_delay_ns;
 	if (s->spec.allow_deadline)
 		d = d - d / 2 + blq_rand_below(d); /* [d/2, 3d/2): some miss the deadline */
 	demo_sleep_while(d, not_cancelled, task);

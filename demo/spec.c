@@ -376,6 +376,8 @@ static void parse_root(parse_ctx *p, json_t *root, demo_spec *s)
 	s->workers_min = (unsigned)get_uint(p, root, "", "workers_min", 1024);
 	s->workers_max = (unsigned)get_uint(p, root, "", "workers_max", 1024);
 	s->worker_delay_ns = get_uint(p, root, "", "worker_delay", DEMO_DURATION_MAX);
+	if (s->worker_delay_ns == 0)
+		s->worker_delay_ns = 75; /* the original's defaults, set here once */
 	s->wakeup_factor = get_real(p, root, "", "wakeup_factor", 0, 1);
 	s->sleep_factor = get_real(p, root, "", "sleep_factor", 0, 1);
 	s->sleep_threshold = (unsigned)get_uint(p, root, "", "sleep_threshold", 1024);
@@ -383,6 +385,8 @@ static void parse_root(parse_ctx *p, json_t *root, demo_spec *s)
 	s->producers_min = (unsigned)get_uint(p, root, "", "producers_min", DEMO_PRODUCERS_MAX);
 	s->producers_max = (unsigned)get_uint(p, root, "", "producers_max", DEMO_PRODUCERS_MAX);
 	s->producer_delay_ns = get_uint(p, root, "", "producer_delay", DEMO_DURATION_MAX);
+	if (s->producer_delay_ns == 0)
+		s->producer_delay_ns = 50;
 	s->n_producers_schedule =
 		parse_schedule(p, root, "producers_schedule", false, s->producers_schedule);
 	s->fail_rate = get_real(p, root, "", "fail_rate", 0, 1);

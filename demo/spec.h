@@ -44,14 +44,14 @@ typedef struct demo_spec {
 	unsigned streams, workers;
 	uint64_t heartbeat_ns;
 	unsigned workers_min, workers_max;
-	uint64_t worker_delay_ns; /* load emulation; 0 means the original's 75 ns */
+	uint64_t worker_delay_ns; /* load emulation; absent or 0: the original's 75 ns */
 	double wakeup_factor, sleep_factor;
 	unsigned sleep_threshold;
 	demo_range workers_schedule[DEMO_SCHEDULE_MAX];
 	unsigned n_workers_schedule;
 
 	unsigned producers_min, producers_max;
-	uint64_t producer_delay_ns; /* 0 means the original's 50 ns */
+	uint64_t producer_delay_ns; /* absent or 0: the original's 50 ns */
 	demo_range producers_schedule[DEMO_SCHEDULE_MAX];
 	unsigned n_producers_schedule;
 

@@ -176,7 +176,7 @@ demo_stage *demo_stage_start(const char *key, const demo_spec *spec, const demo_
 			     char *err, size_t errlen, int *status)
 {
 	*status = 500;
-	if (spec->allow_deadline && spec->delay_ns >= (spec->worker_delay_ns ? spec->worker_delay_ns : 75)) {
+	if (spec->allow_deadline && spec->delay_ns >= spec->worker_delay_ns) {
 		snprintf(err, errlen, "allow_deadline: each item's deadline is worker_delay, which "
 				      "must be longer than delay_ns");
 		*status = 400;

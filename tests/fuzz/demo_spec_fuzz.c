@@ -45,7 +45,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (unsigned i = 0; i < spec.n_producers_schedule; i++)
 		CHECK(spec.producers_schedule[i].producers <= spec.producers_max);
 	CHECK(spec.fail_rate >= 0 && spec.fail_rate <= 1);
-	CHECK(spec.worker_delay_ns <= DEMO_DURATION_MAX && spec.producer_delay_ns <= DEMO_DURATION_MAX);
+	CHECK(spec.worker_delay_ns >= 1 && spec.worker_delay_ns <= DEMO_DURATION_MAX);
+	CHECK(spec.producer_delay_ns >= 1 && spec.producer_delay_ns <= DEMO_DURATION_MAX);
 	CHECK(!spec.has_restore || spec.has_dump);
 	CHECK(!spec.has_dump || (spec.allow_leak && spec.dump.capacity > 0 &&
 				 spec.dump.capacity <= DEMO_DUMP_CAPACITY_MAX));
