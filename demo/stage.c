@@ -195,17 +195,16 @@ demo_stage *demo_stage_start(const char *key, const demo_spec *spec, const demo_
 	    build_queue(s, qw, err, errlen, status) != 0)
 		goto fail;
 	*status = 500;
-	if ((spec->has_restore && build_restorer(s, dw, err, errlen) != 0) ||
-	    blq_prom_watch(s->prom, s->q) != 0)
+	if (spec->has_restore && build_restorer(s, dw, err, errlen) != 0)
 		goto fail;
-	if (demo_producers_init(s, err, errlen) != 0 || demo_schedule_start(s, err, errlen) != 0) {
-		demo_stage_stop(s, true);
-		demo_stage_free(s);
-		return NULL;
+	if (blq_prom_watch(s->prom, s->q) != 0) {
+		snprintf(err, errlen, "metrics: cannot watch the queue (out of memory)");
+		goto fail;
 	}
+	if (demo_producers_init(s, err, errlen) != 0 || demo_schedule_start(s, err, errlen) != 0)
+		goto fail;
 	demo_log(&s->logger, BLQ_LOG_INFO, "queue %s: started: capacity %zu, %u producers", s->key,
-		 blq_capacity(s->q),
-		       spec->producers_min);
+		 blq_capacity(s->q), spec->producers_min);
 	return s;
 fail:
 	demo_stage_stop(s, true);
