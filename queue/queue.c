@@ -310,6 +310,14 @@ int blq_stats(const blq *q, struct blq_stats *out)
 	out->threads_stopped = atomic_load_explicit(&q->stopped_threads, memory_order_relaxed);
 	out->throttled = atomic_load_explicit(&q->throttled, memory_order_relaxed) != 0;
 	out->paused = atomic_load_explicit(&q->paused, memory_order_relaxed) != 0;
+	pthread_mutex_lock((pthread_mutex_t *)&q->pool_mu); /* the heartbeat writes them */
+	blq__bounds b = q->bounds;
+	pthread_mutex_unlock((pthread_mutex_t *)&q->pool_mu);
+	out->workers_min = b.min;
+	out->workers_max = b.max;
+	out->wakeup_factor = b.wakeup;
+	out->sleep_factor = b.sleep;
+	out->schedule_range = b.range;
 	return 0;
 }
 

@@ -70,7 +70,8 @@ int blq_status_json(const blq *q, char *buf, size_t len)
 			"\"leaked_rear\":%llu,\"leaked_front\":%llu,\"leaked_failed\":%llu,"
 			"\"leaked_deadline\":%llu,\"leaked_closed\":%llu,"
 			"\"expired\":%llu,\"lost\":%llu,\"retried\":%llu,\"timed_out\":%llu,"
-			"\"delayed\":%llu",
+			"\"delayed\":%llu,\"bounds\":{\"workers_min\":%u,\"workers_max\":%u,"
+			"\"wakeup_factor\":%g,\"sleep_factor\":%g,\"schedule_range\":%d}",
 			name, state, st.capacity, st.size,
 			blq_rate(q),
 			q->leaky ? "true" : "false", q->balanced ? "true" : "false",
@@ -81,7 +82,9 @@ int blq_status_json(const blq *q, char *buf, size_t len)
 			(unsigned long long)st.leaked_failed, (unsigned long long)st.leaked_deadline,
 			(unsigned long long)st.leaked_closed, (unsigned long long)st.expired,
 			(unsigned long long)st.lost, (unsigned long long)st.retried,
-			(unsigned long long)st.timed_out, (unsigned long long)st.delayed);
+			(unsigned long long)st.timed_out, (unsigned long long)st.delayed,
+			st.workers_min, st.workers_max, st.wakeup_factor, st.sleep_factor,
+			st.schedule_range);
 	n += blq__qos_status_json(q, tail(buf, len, n), room(len, n)); /* "" without QoS */
 	return n + snprintf(tail(buf, len, n), room(len, n), "}");
 }

@@ -423,15 +423,30 @@ Test(balancer, a_schedule_switch_changes_the_live_worker_counts)
 	blq_schedule *sched = day_schedule();
 	blq_config c = balanced_cfg(100, 1, 1);
 	c.schedule = sched;
+	c.wakeup_factor = 0.5;
+	c.sleep_factor = 0.25;
 	/* 2026-11-22 11:59:59 UTC */
 	atomic_store(&wall_ns, (1795348799ull) * 1000000000ull);
 	blq *q = must_new(&c);
 	blq_schedule_free(sched); /* the queue keeps a copy */
 
 	EXPECT_WORKERS(q, 1, 0);
+	cr_expect_eq(stats(q).schedule_range, 0, "the night range");
+	cr_expect_eq(stats(q).workers_max, 2);
 	advance(2000000000ull); /* 12:00:01: the day range */
 	blq__calibrate(q);
 	EXPECT_WORKERS(q, 4, 0);
+	/* blq_stats reports the bounds in force, factors from the config. */
+	struct blq_stats st = stats(q);
+	cr_expect_eq(st.schedule_range, 1, "the day range");
+	cr_expect_eq(st.workers_min, 4);
+	cr_expect_eq(st.workers_max, 6);
+	cr_expect_float_eq(st.wakeup_factor, 0.5, 1e-9);
+	cr_expect_float_eq(st.sleep_factor, 0.25, 1e-9);
+	char json[2048];
+	cr_assert_lt(blq_status_json(q, json, sizeof json), (int)sizeof json);
+	cr_expect(strstr(json, "\"bounds\":{\"workers_min\":4,\"workers_max\":6,") != NULL, "%s",
+		  json);
 	atomic_fetch_sub(&wall_ns, 3600ull * 1000000000u); /* 11:00:01: night */
 	blq__calibrate(q);
 	cr_assert(TU_WAIT_FOR(stats(q).workers_active <= 2, 3000));

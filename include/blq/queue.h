@@ -245,6 +245,14 @@ struct blq_stats {
 	uint64_t threads_stopped; /* asleep past sleep_interval, or above max */
 	bool throttled;           /* full at the balancer's last look */
 	bool paused;
+	/* The balancer's bounds at its last look: the config's, or those of
+	 * the schedule range in force (schedule_range is its index in the
+	 * order added, -1 for the config's). */
+	unsigned workers_min;
+	unsigned workers_max;
+	double wakeup_factor;
+	double sleep_factor;
+	int schedule_range;
 };
 
 /**
