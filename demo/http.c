@@ -1,6 +1,7 @@
 /* The API and metrics servers on libmicrohttpd. */
 #include "http.h"
 
+#include "dashboard.h"
 #include "deadline.h"
 #include "log.h"
 
@@ -50,6 +51,25 @@ static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, char
 	MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
 	MHD_add_response_header(r, "Access-Control-Allow-Headers", "Origin, Content-Type");
 	enum MHD_Result ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* A dashboard file (dashboard.h). The page may load only its own files
+ * and call only this server (Content-Security-Policy), so nothing is
+ * fetched from elsewhere even by mistake. */
+static enum MHD_Result send_asset(struct MHD_Connection *c, const demo_asset *a)
+{
+	struct MHD_Response *r =
+		MHD_create_response_from_buffer(a->len, (void *)a->data, MHD_RESPMEM_PERSISTENT);
+	if (r == NULL)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, a->type);
+	MHD_add_response_header(r, "Content-Security-Policy",
+				"default-src 'self'; img-src 'self' data:; frame-ancestors 'none'");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(r, "Cache-Control", "no-cache");
+	enum MHD_Result ret = MHD_queue_response(c, 200, r);
 	MHD_destroy_response(r);
 	return ret;
 }
@@ -153,7 +173,12 @@ static enum MHD_Result api_stage(demo_http *h, struct MHD_Connection *c, const c
 		return reply(c, 404, err, NULL, NULL);
 	}
 	enum MHD_Result ret;
-	if (!up && !down) {
+	if (strcmp(what, "stats") == 0) {
+		/* The dashboard's numbers: the object itself, not the envelope. */
+		char *st = demo_stage_stats_json(s, stopping);
+		ret = st ? send_text(c, 200, st, "application/json")
+			 : reply(c, 500, "out of memory", NULL, NULL);
+	} else if (!up && !down) {
 		char *st = demo_stage_status_json(s);
 		ret = st ? reply(c, 200, NULL, st, NULL) : reply(c, 500, "out of memory", NULL, NULL);
 		free(st);
@@ -173,14 +198,21 @@ static enum MHD_Result api_stage(demo_http *h, struct MHD_Connection *c, const c
 static enum MHD_Result api_route(demo_http *h, struct MHD_Connection *c, const char *url,
 				 const char *method, const request *rq)
 {
-	static const char *const paths[] = {"ping", "list", "init", "status", "producer-up",
-					    "producer-down", "stop", "force-stop"};
+	static const char *const paths[] = {"ping", "list", "init", "status", "stats",
+					    "producer-up", "producer-down", "stop", "force-stop"};
 	const char *what = NULL;
+	char err[256];
+	const demo_asset *asset = strncmp(url, "/api/", 5) != 0 ? demo_asset_find(url) : NULL;
+	if (asset != NULL) {
+		if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)
+			return send_asset(c, asset);
+		snprintf(err, sizeof err, "method %.16s not allowed; use GET", method);
+		return reply(c, 405, err, NULL, NULL);
+	}
 	if (strncmp(url, "/api/v1/", 8) == 0)
 		for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
 			if (strcmp(url + 8, paths[i]) == 0)
 				what = paths[i];
-	char err[256];
 	if (what == NULL) {
 		snprintf(err, sizeof err, "unknown path %.200s", url);
 		return reply(c, 404, err, NULL, NULL);

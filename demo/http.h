@@ -3,6 +3,8 @@
  * so a slow stop blocks only its own client):
  *   the API   /api/v1/{init,producer-up,producer-down,stop,force-stop,
  *             status,list,ping}, replies {"status","error","message"};
+ *             /api/v1/stats?key=K, the dashboard's numbers (stage.h);
+ *             and the dashboard page itself at / (dashboard.h);
  *   metrics   /metrics, the Prometheus exposition of every queue.
  * Both limit connections (total and per client address), header memory,
  * body size (413) and request time, so a slow or hostile client cannot

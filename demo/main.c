@@ -34,8 +34,9 @@ static void usage(FILE *to)
 		"                                  (default 30; then its connection is cut)\n"
 		"  -h, --help                      this text\n"
 		"API: POST /api/v1/init?key=K (JSON config), GET /api/v1/{producer-up,producer-down}"
-		"?key=K&delta=N,\n     /api/v1/{stop,force-stop,status}?key=K, /api/v1/list, "
+		"?key=K&delta=N,\n     /api/v1/{stop,force-stop,status,stats}?key=K, /api/v1/list, "
 		"/api/v1/ping. See README.md, \"Demo daemon\".\n"
+		"Dashboard: open http://HOST:PORT/ (the API address) in a browser.\n"
 		"SIGTERM/SIGINT: drain every queue, exit 0; a second signal forces (exit 2).\n");
 }
 
@@ -169,8 +170,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "blq-demo: %s\n", err);
 		return 1;
 	}
-	fprintf(stderr, "blq-demo: api on http://%s/api/v1/, metrics on http://%s/metrics\n",
-		api_at, metrics_at);
+	fprintf(stderr, "blq-demo: dashboard on http://%s/, api on http://%s/api/v1/, metrics on "
+		"http://%s/metrics\n",
+		api_at, api_at, metrics_at);
 
 	int sig;
 	sigwait(&sigs, &sig);

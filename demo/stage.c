@@ -4,7 +4,6 @@
 #include "log.h"
 #include "net.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,72 +229,6 @@ void demo_stage_producers(demo_stage *s, unsigned *active, unsigned *max)
 	*max = s->spec.producers_max;
 }
 
-static json_t *dump_stats_json(blq_dump *d)
-{
-	struct blq_dump_stats st;
-	blq_dump_stats(d, &st);
-	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "in", (json_int_t)st.in,
-			 "bytes_in", (json_int_t)st.bytes_in, "written", (json_int_t)st.written,
-			 "flushes", (json_int_t)st.flushes, "bytes_flushed",
-			 (json_int_t)st.bytes_flushed, "write_errors", (json_int_t)st.write_errors,
-			 "refused", (json_int_t)st.refused, "dropped", (json_int_t)st.dropped,
-			 "buffered", (json_int_t)st.buffered);
-}
-
-static json_t *restorer_stats_json(blq_restorer *r)
-{
-	struct blq_restorer_stats st;
-	blq_restorer_stats(r, &st);
-	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "dumps", (json_int_t)st.dumps, "records",
-			 (json_int_t)st.records, "restored", (json_int_t)st.restored, "lost",
-			 (json_int_t)st.lost, "postponed", (json_int_t)st.postponed, "read_errors",
-			 (json_int_t)st.read_errors);
-}
-
-/* The queue's own status (blq_status_json) as a JSON value. */
-static json_t *queue_json(const blq *q)
-{
-	char small[2048];
-	int n = blq_status_json(q, small, sizeof small);
-	if (n < 0)
-		return json_null();
-	char *buf = small;
-	if ((size_t)n >= sizeof small) {
-		buf = malloc((size_t)n + 1);
-		if (buf == NULL)
-			return json_null();
-		blq_status_json(q, buf, (size_t)n + 1);
-	}
-	json_t *v = json_loads(buf, 0, NULL);
-	if (buf != small)
-		free(buf);
-	return v != NULL ? v : json_null();
-}
-
-/* Adds the dump's and the restorer's counters to @o (consumed) and
- * returns it as text (malloc'd), or NULL. */
-static char *with_dump_text(demo_stage *s, json_t *o)
-{
-	if (o == NULL)
-		return NULL;
-	if (s->dump != NULL)
-		json_object_set_new(o, "dump", dump_stats_json(s->dump));
-	if (s->restorer != NULL)
-		json_object_set_new(o, "restore", restorer_stats_json(s->restorer));
-	char *text = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
-	return text;
-}
-
-char *demo_stage_status_json(demo_stage *s)
-{
-	unsigned active, max;
-	demo_stage_producers(s, &active, &max);
-	json_t *o = json_pack("{s:s,s:o,s:i,s:i,s:i,s:i}", "key", s->key, "queue", queue_json(s->q),
-			      "producers_min", (int)s->spec.producers_min, "producers_max", (int)max,
-			      "producers_idle", (int)(max - active), "producers_active", (int)active);
-	return with_dump_text(s, o);
-}
 
 void demo_stage_stop(demo_stage *s, bool force)
 {
@@ -322,29 +255,6 @@ void demo_stage_force(demo_stage *s)
 		blq_force_close(s->q);
 }
 
-char *demo_stage_final_json(demo_stage *s, bool *balanced)
-{
-	struct blq_stats st;
-	*balanced = false;
-	if (s->q == NULL || blq_stats(s->q, &st) != 0)
-		return NULL;
-	uint64_t out = st.processed + st.failed + st.leaked + st.expired + st.lost;
-	*balanced = st.in == out && st.size == 0;
-	if (s->dump != NULL) {
-		/* Leaked counts what the dump accepted; what it then dropped at
-		 * close (a writer down) is lost, not accounted for. */
-		struct blq_dump_stats ds;
-		*balanced = *balanced && blq_dump_stats(s->dump, &ds) == 0 && ds.dropped == 0 &&
-			    ds.buffered == 0;
-	}
-	json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b}", "in", (json_int_t)st.in,
-			      "processed", (json_int_t)st.processed, "failed",
-			      (json_int_t)st.failed, "leaked", (json_int_t)st.leaked, "expired",
-			      (json_int_t)st.expired, "lost", (json_int_t)st.lost, "retried",
-			      (json_int_t)st.retried, "timed_out", (json_int_t)st.timed_out,
-			      "size", (json_int_t)st.size, "balanced", *balanced);
-	return with_dump_text(s, o);
-}
 
 void demo_stage_free(demo_stage *s)
 {

@@ -64,6 +64,16 @@ void demo_stage_producers(demo_stage *s, unsigned *active, unsigned *max);
 char *demo_stage_status_json(demo_stage *s);
 
 /**
+ * demo_stage_stats_json() - the dashboard's numbers, flat and typed: "t"
+ * (CLOCK_MONOTONIC seconds, to turn counters into rates), capacity, size,
+ * rate, the factors and worker bounds in force, workers, producers, the
+ * outcome counters, "qos" (null without QoS) and, when present, "dump" and
+ * "restore". @stopping is reported as is.
+ * Return: a malloc'd string, or NULL.
+ */
+char *demo_stage_stats_json(demo_stage *s, bool stopping);
+
+/**
  * demo_stage_stop() - stop the producers and the schedule, close the
  * restorer, close the queue (drain, or force: the rest goes to the DLQ),
  * close the dump (flush). Blocks until done.

@@ -1,0 +1,265 @@
+#!/usr/bin/env node
+/*
+ * The dashboard in a real browser: Debian's chromium, driven by
+ * playwright-core. Starts blq-demo on free ports, inits a scenario from the
+ * page's form, raises the producers with the button, and asserts that the
+ * charts show a non-zero in-rate and a worker count that rose; checks that
+ * errors are shown in words, that the page fits a 400 px window, and that
+ * nothing is fetched from anywhere but the daemon. Screenshots go to OUTDIR.
+ *
+ * usage: dashboard_browser.cjs BLQ_DEMO OUTDIR
+ * env:   BLQ_NODE_MODULES  where playwright-core is installed
+ *                          (default: build/node/node_modules of the checkout)
+ *        CHROMIUM          the browser (default /usr/bin/chromium)
+ *        BLQ_DASHBOARD_HISTORY_S  seconds of history before the screenshot
+ *                          (default 2; the README's picture used 40)
+ * Exit 77 (ctest's skip) when there is no browser or no playwright-core.
+ */
+'use strict';
+
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const net = require('node:net');
+const os = require('node:os');
+const path = require('node:path');
+
+const SKIP = 77;
+const [demoBin, outDir] = process.argv.slice(2);
+if (!demoBin || !outDir) {
+  console.error('usage: dashboard_browser.cjs BLQ_DEMO OUTDIR');
+  process.exit(2);
+}
+const chromium = process.env.CHROMIUM || '/usr/bin/chromium';
+const modules = process.env.BLQ_NODE_MODULES ||
+  path.join(__dirname, '..', '..', 'build', 'node', 'node_modules');
+
+if (!fs.existsSync(chromium)) {
+  console.log(`SKIP: no browser at ${chromium} (scripts/test.sh installs Debian's chromium)`);
+  process.exit(SKIP);
+}
+let pw;
+try {
+  pw = require(path.join(modules, 'playwright-core'));
+} catch (e) {
+  console.log(`SKIP: playwright-core not found in ${modules} (scripts/test.sh installs it with npm ci)`);
+  process.exit(SKIP);
+}
+
+let failures = 0;
+function check(cond, what) {
+  console.log(`${cond ? 'ok  ' : 'FAIL'} ${what}`);
+  if (!cond) failures++;
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = ms => new Promise(r => setTimeout(r, ms));
+
+async function until(what, fn, ms) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await sleep(200);
+  }
+}
+
+async function main() {
+  fs.mkdirSync(outDir, { recursive: true });
+  const api = await freePort(), metrics = await freePort();
+  const dumpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'blq-dashboard-'));
+  const base = `http://127.0.0.1:${api}`;
+  const daemon = spawn(demoBin, ['-l', `127.0.0.1:${api}`, '-m', `127.0.0.1:${metrics}`, '-d', dumpDir,
+    '-L', 'warn'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const exited = new Promise(r => daemon.on('exit', (code, sig) => r({ code, sig })));
+  let browser;
+  try {
+    await until('the daemon to answer ping', async () => {
+      try { return (await fetch(`${base}/api/v1/ping`)).ok; } catch (e) { return false; }
+    }, 10000);
+
+    browser = await pw.chromium.launch({
+      executablePath: chromium,
+      /* The closed network here refuses Chromium's background traffic. */
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+        '--disable-background-networking', '--disable-component-update', '--disable-sync']
+    });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    const foreign = [], pageErrors = [];
+    page.on('request', r => {
+      const u = new URL(r.url());
+      if (u.origin !== base && u.protocol !== 'data:') foreign.push(r.url());
+    });
+    page.on('pageerror', e => pageErrors.push(String(e)));
+    page.on('console', m => { if (m.type() === 'error') pageErrors.push(m.text()); });
+
+    await page.goto(base + '/');
+    await page.waitForSelector('#preset-select option[value="demo100k"]', { state: 'attached' });
+    check(await page.locator('#init-panel').evaluate(d => d.open), 'with no queue running, the init form is open');
+    const presets = await page.locator('#preset-select option').allTextContents();
+    check(['demo100k', 'demo100k_de', 'demo100k_dump', 'demo100k_sched', 'demoQoS']
+      .every(p => presets.includes(p)), `the presets of demo/requests are offered: ${presets.join(', ')}`);
+
+    const say = () => page.locator('#message').textContent();
+    const sayClass = () => page.locator('#message').getAttribute('class');
+
+    /* Bad input is refused in words before or by the API. */
+    await page.fill('#init-key', 'browser');
+    await page.fill('#init-config', '{"capacity": 10,');
+    await page.click('#init-submit');
+    check(/not valid JSON/.test(await say()) && /error/.test(await sayClass()),
+      `broken JSON is named: "${await say()}"`);
+    await page.fill('#init-config', '{"capacity": "many"}');
+    await page.click('#init-submit');
+    await until('the API refusal', async () => /HTTP 400/.test(await say()), 5000);
+    check(/capacity/.test(await say()), `the API's 400 names the field: "${await say()}"`);
+
+    /* demo100k from the preset, with 2 ms of work per item instead of
+     * 0.3 ms: its 2 workers then keep up with the 4 starting producers
+     * (800 items/s) but not with 20, so raising the producers must make
+     * the balancer add workers. */
+    await page.selectOption('#preset-select', 'demo100k');
+    check(await page.inputValue('#init-key') === 'demo100k', 'the preset fills in its key');
+    const cfg = JSON.parse(await page.inputValue('#init-config'));
+    check(cfg.capacity === 100000 && cfg.producers_min === 4, 'the preset fills in its config');
+    cfg.worker_delay = 2000000;
+    await page.fill('#init-config', JSON.stringify(cfg, null, 2));
+    await page.click('#init-submit');
+    await until('"Started"', async () => /Started "demo100k"/.test(await say()), 5000);
+    check(await page.locator('#queue-select').inputValue() === 'demo100k', 'the new queue is selected');
+
+    const chart = (id, fn, key) => page.evaluate(([id, fn, key]) =>
+      window.blqDashboard.charts[id][fn](key), [id, fn, key]);
+    await until('three samples', () => page.evaluate(() => window.blqDashboard.state.samples.length >= 3), 8000);
+    const workersBefore = await chart('workers', 'max', 'workers_active');
+    const producersBefore = await chart('producers', 'latest', 'producers_active');
+    check(producersBefore === 4, `4 producers before the raise (chart: ${producersBefore})`);
+
+    /* The same key again: the API's 406 in words. */
+    check(!(await page.locator('#init-panel').evaluate(d => d.open)), 'a started queue folds the form away');
+    await page.locator('#init-panel summary').click();
+    await page.click('#init-submit');
+    await until('the 406', async () => /HTTP 406/.test(await say()), 5000);
+    check(/error/.test(await sayClass()), `a second init of the key is refused: "${await say()}"`);
+
+    /* Lower below producers_min: refused, and said so. */
+    await page.fill('#producer-delta', '1');
+    await page.click('#btn-down');
+    await until('the 409', async () => /HTTP 409/.test(await say()), 5000);
+    check(true, `lowering below producers_min is refused: "${await say()}"`);
+
+    await page.fill('#producer-delta', '16');
+    await page.click('#btn-up');
+    await until('"Raised"', async () => /Raised the producers/.test(await say()), 5000);
+    await until('20 producers on the chart',
+      async () => await chart('producers', 'latest', 'producers_active') === 20, 8000);
+
+    let inRate = 0, workersAfter = 0;
+    try {
+      await until('the worker count to rise', async () => {
+        inRate = await chart('throughput', 'latest', 'in_rate');
+        workersAfter = await chart('workers', 'latest', 'workers_active');
+        return inRate > 0 && workersAfter > workersBefore;
+      }, 20000);
+    } catch (e) { /* reported by the checks below */ }
+    check(inRate > 0, `the throughput chart shows a non-zero in-rate: ${inRate}/s`);
+    check(workersAfter > workersBefore,
+      `the workers chart shows the pool grown: ${workersBefore} -> ${workersAfter} active`);
+    const legendIn = await page.locator('#chart-throughput b[data-series="in_rate"]').textContent();
+    check(/^[1-9]/.test(legendIn), `the in-rate legend shows a number: ${legendIn}`);
+    const tileWorkers = Number(await page.locator('[data-metric="workers_active"]').textContent());
+    check(tileWorkers > workersBefore, `the workers tile: ${tileWorkers}`);
+    check(await page.locator('#chart-dump').isHidden(), 'no dump chart for a queue without a dump');
+    check(await page.locator('#chart-qos').count() === 0, 'no QoS chart for a queue without QoS');
+    /* More history on the charts before the picture (README: 40). */
+    await sleep(1000 * Number(process.env.BLQ_DASHBOARD_HISTORY_S || 2));
+    await page.evaluate(() => window.scrollTo(0, 0));
+
+    const shot1280 = path.join(outDir, 'dashboard-1280x800.png');
+    await page.screenshot({ path: shot1280 });
+    console.log(`screenshot: ${shot1280}`);
+
+    /* A narrow window: one column, nothing wider than the window. */
+    await page.setViewportSize({ width: 400, height: 800 });
+    await sleep(1200);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth);
+    check(overflow <= 400, `at 400 px nothing sticks out (scrollWidth ${overflow})`);
+    const canvasW = await page.locator('#chart-throughput canvas').evaluate(c => c.clientWidth);
+    check(canvasW > 250 && canvasW <= 400, `at 400 px a chart spans the window (${canvasW} px)`);
+    const shot400 = path.join(outDir, 'dashboard-400.png');
+    await page.screenshot({ path: shot400, fullPage: true });
+    console.log(`screenshot: ${shot400}`);
+    await page.setViewportSize({ width: 1280, height: 800 });
+
+    /* Stop from the page: the final accounting is shown, balanced. */
+    await page.click('#btn-stop');
+    await until('"Stopped"', async () => /Stopped "demo100k"/.test(await say()), 60000);
+    check(/\(balanced\)/.test(await say()), `the stop's accounting: "${await say()}"`);
+    await until('the list to empty', async () =>
+      await page.locator('#queue-select').inputValue() === '', 8000);
+    check(true, 'the stopped queue leaves the list');
+
+    /* QoS: a chart of the preset's sub-queues. demoQoS starts with no
+     * producer; raise some from the page. */
+    await page.locator('#init-panel summary').click();
+    await page.selectOption('#preset-select', 'demoQoS');
+    await page.click('#init-submit');
+    await until('"Started demoQoS"', async () => /Started "demoQoS"/.test(await say()), 5000);
+    await page.fill('#producer-delta', '10');
+    await page.click('#btn-up');
+    await until('the QoS chart', async () => await page.locator('#chart-qos').isVisible(), 8000);
+    const qosLegend = await page.locator('#chart-qos .legend').textContent();
+    check(['high', 'medium', 'low', 'egress'].every(n => qosLegend.includes(n)),
+      `the QoS chart has the sub-queues and the egress: ${qosLegend.replace(/\s+/g, ' ')}`);
+    await until('in-rate on demoQoS', async () => await chart('throughput', 'latest', 'in_rate') > 0, 8000);
+    check(true, 'demoQoS shows a non-zero in-rate');
+
+    /* A dump: its chart appears, the QoS chart goes. */
+    await page.locator('#init-panel summary').click();
+    await page.selectOption('#preset-select', 'demo100k_dump');
+    await page.click('#init-submit');
+    await until('"Started demo100k_dump"', async () => /Started "demo100k_dump"/.test(await say()), 5000);
+    await until('the dump chart', async () => await page.locator('#chart-dump').isVisible(), 8000);
+    check(await page.locator('#chart-qos').isHidden(), 'the QoS chart is hidden for a queue without QoS');
+    const dumped = await page.locator('#chart-dump b[data-series="written"]').textContent();
+    check(/^\d/.test(dumped), `the dump chart shows a count: dumped ${dumped}`);
+    const restored = await page.locator('#chart-dump b[data-series="restored"]').textContent();
+    check(/^\d/.test(restored), `and restored ${restored}`);
+
+    /* A daemon that went away is reported, not silently ignored. */
+    daemon.kill('SIGTERM');
+    const st = await exited;
+    check(st.code === 0, `blq-demo exited ${st.code} on SIGTERM`);
+    await until('"unreachable"', async () =>
+      /unreachable/.test(await page.locator('#connection').textContent()), 8000);
+    check(true, 'the page says when the daemon is unreachable');
+
+    check(foreign.length === 0, `nothing fetched from elsewhere${foreign.length ? ': ' + foreign.join(' ') : ''}`);
+    /* Requests to a stopped daemon fail in the console by design; any
+     * other error is the page's. */
+    const real = pageErrors.filter(e => !/ERR_CONNECTION_REFUSED|Failed to load resource/.test(e));
+    check(real.length === 0, `no script errors${real.length ? ': ' + real.join(' | ') : ''}`);
+  } finally {
+    if (browser) await browser.close();
+    if (daemon.exitCode === null && daemon.signalCode === null) daemon.kill('SIGKILL');
+    fs.rmSync(dumpDir, { recursive: true, force: true });
+  }
+}
+
+main().then(() => {
+  console.log(failures ? `${failures} check(s) failed` : 'all checks passed');
+  process.exit(failures ? 1 : 0);
+}, e => {
+  console.error(`FAIL ${e.stack || e}`);
+  process.exit(1);
+});
