@@ -28,6 +28,7 @@ log() { printf '== %s\n' "$*"; }
 # (redis-benchmark for blq-bench); clang, libclang-rt-14-dev: libFuzzer;
 # libmicrohttpd-dev, libjansson-dev: blq-demo; curl, jq: its end-to-end
 # tests (a real Prometheus server from the prometheus package among them).
+# The dashboard's browser test installs chromium, node and npm below.
 packages=(build-essential cmake pkg-config libck-dev libcriterion-dev libglib2.0-dev
 	prometheus python3-prometheus-client libhiredis-dev redis-server clang
 	libclang-rt-14-dev libmicrohttpd-dev libjansson-dev curl jq)
@@ -50,6 +51,35 @@ fi
 mkdir -p build
 passed=0
 failed=0
+
+# --- a browser for the dashboard test ------------------------------------
+# Debian's chromium and playwright-core from npm (into build/node, where
+# tests/demo/dashboard_browser.cjs looks). Apart from the packages above: a
+# machine that cannot install a browser skips that one test, and says so.
+browser_skip=""
+if ! command -v chromium >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1 ||
+	! command -v npm >/dev/null 2>&1; then
+	want=(chromium)
+	command -v node >/dev/null 2>&1 || want+=(nodejs)
+	command -v npm >/dev/null 2>&1 || want+=(npm)
+	log "installing ${want[*]} (the dashboard's browser test)"
+	if [ "$(id -u)" -ne 0 ] || ! apt-get install -y -qq "${want[@]}" >build/browser-install.log 2>&1; then
+		browser_skip="apt-get install ${want[*]} failed (build/browser-install.log)"
+	fi
+fi
+if [ -z "$browser_skip" ]; then
+	mkdir -p build/node
+	cp tests/demo/browser/package.json tests/demo/browser/package-lock.json build/node/
+	if ! (cd build/node && npm ci --no-audit --no-fund) >build/browser-npm.log 2>&1; then
+		echo "scripts/test.sh: npm ci of playwright-core failed (build/browser-npm.log):" >&2
+		tail -n 20 build/browser-npm.log >&2
+		failed=$((failed + 1))
+	fi
+	# From here on the browser test fails rather than skips when it cannot run.
+	export BLQ_DASHBOARD_REQUIRE=1
+else
+	log "SKIPPING the dashboard browser test: $browser_skip"
+fi
 
 # --- a private redis-server for the dlqdump tests --------------------------
 redis_dir=$(mktemp -d /tmp/blq-test-redis.XXXXXX)

@@ -30,8 +30,34 @@ expect 200 '(.message | fromjson) == []' "list, no queue"
 
 call GET /api/v1/nope
 expect 404 '.error | test("unknown path /api/v1/nope")' "unknown path under /api/v1"
-call GET /
-expect 404 '.error | test("unknown path /")' "unknown path /"
+call GET /nope
+expect 404 '.error | test("unknown path /nope")' "unknown path /nope"
+
+# --- the dashboard page and its files (embedded) ----------------------------
+page() { # page PATH WANT_CODE WANT_TYPE
+	local code type
+	code=$(curl -sS --max-time 10 -D "$E2E_TMP/headers" -o "$E2E_TMP/page" -w '%{http_code}' "$API$1")
+	type=$(sed -n 's/^Content-Type: \([^;\r]*\).*/\1/Ip' "$E2E_TMP/headers")
+	[ "$code" = "$2" ] || fail "GET $1: HTTP $code, want $2"
+	[ "$type" = "$3" ] || fail "GET $1: Content-Type '$type', want $3"
+}
+page / 200 text/html
+grep -q '<script src="/dashboard.js"' "$E2E_TMP/page" || fail "GET /: not the dashboard page"
+grep -qi "^Content-Security-Policy: default-src 'self'" "$E2E_TMP/headers" ||
+	fail "GET /: no Content-Security-Policy keeping it to its own origin"
+! grep -Eq 'https?://' "$E2E_TMP/page" || fail "GET /: the page names an outside address"
+ok "GET / -> 200, the dashboard page, nothing from outside"
+page /dashboard.js 200 text/javascript
+page /charts.js 200 text/javascript
+page /dashboard.css 200 text/css
+! grep -Eq 'https?://' "$E2E_TMP/page" || fail "dashboard.css names an outside address"
+page /presets.json 200 application/json
+jq -e 'keys == ["demo100k","demo100k_de","demo100k_dump","demo100k_dump_redis","demo100k_sched","demoQoS"]
+	and .demoQoS.qos.algo == "WRR"' "$E2E_TMP/page" >/dev/null ||
+	fail "/presets.json is not demo/requests: $(head -c 300 "$E2E_TMP/page")"
+ok "the page's files and the presets of demo/requests"
+call POST /
+expect 405 '.error | test("use GET")' "POST /"
 call GET /api/v1/ping/extra
 expect 404 '.error | test("unknown path")' "path with a ping prefix"
 call DELETE /api/v1/ping
@@ -42,7 +68,7 @@ call GET "/api/v1/init?key=k1"
 expect 405 '.error | test("POST")' "init by GET"
 
 # --- keys ---------------------------------------------------------------------
-for ep in status producer-up producer-down stop force-stop init; do
+for ep in status stats producer-up producer-down stop force-stop init; do
 	call POST "/api/v1/$ep"
 	expect 400 '.error | test("^key: missing")' "$ep without key"
 	call POST "/api/v1/$ep?key="
@@ -149,6 +175,26 @@ call GET "/api/v1/status?key=k1"
 expect 200 '.message | fromjson | .key == "k1" and .producers_active == 1 and .producers_min == 1
 	and .producers_max == 3 and .producers_idle == 2 and .queue.capacity == 1000
 	and .queue.leaky == true and (has("dump") | not)' "status k1"
+
+# The dashboard's numbers: the object itself, typed, not a string in an envelope.
+stats=$(curl -sS --max-time 10 "$API/api/v1/stats?key=k1")
+jqtrue "$stats" '.key == "k1" and .stopping == false and (.t | type) == "number"
+	and .capacity == 1000 and (.size | type) == "number" and (.rate >= 0 and .rate <= 1)
+	and .wakeup_factor > 0 and .sleep_factor >= 0 and .schedule_range == -1
+	and .workers.min == 1 and .workers.max == 4 and .workers.active >= 1
+	and (.workers.active + .workers.asleep + .workers.idle) == 4
+	and .producers == {"active": 1, "min": 1, "max": 3}
+	and (.counters | keys) == ["delayed","expired","failed","in","leaked","leaked_deadline","lost",
+		"processed","retried","timed_out"]
+	and .qos == null and (has("dump") | not)' || fail "stats k1: $stats"
+t1=$(jq .t <<<"$stats")
+in1=$(jq .counters.in <<<"$stats")
+sleep 0.3
+stats=$(curl -sS --max-time 10 "$API/api/v1/stats?key=k1")
+jqtrue "$stats" ".t > $t1 and .counters.in > $in1" || fail "stats k1 does not move: $stats"
+ok "stats k1: the numbers, and its clock and counters move"
+call GET "/api/v1/stats?key=nope"
+expect 404 '.error | test("not found")' "stats of an unknown key"
 
 call GET "/api/v1/producer-up?key=k1&delta=2"
 expect 200 '.message == "success"' "producer-up 2 (1 -> 3)"

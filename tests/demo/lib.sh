@@ -197,6 +197,14 @@ status() {
 	curl -sS --max-time 10 "$API/api/v1/status?key=$1" | jq -c '.message | fromjson? // empty'
 }
 
+# stats_holds KEY JQ: the dashboard's numbers of KEY (/api/v1/stats) pass JQ.
+stats_holds() {
+	local s
+	s=$(curl -sS --max-time 10 "$API/api/v1/stats?key=$1")
+	jqtrue "$s" "$2" || fail "$1: stats fail '$2': $s"
+	ok "$1: stats: $2"
+}
+
 # st KEY JQ: one value of the key's status.
 st() {
 	status "$1" | jq -r "$2"

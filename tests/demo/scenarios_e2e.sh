@@ -183,6 +183,7 @@ dump_finish() {
 	local key=$1
 	down "$key" 56
 	wait_status 10 "$key: restore.restored > 0 after the load went down" "$key" '.restore.restored > 0'
+	stats_holds "$key" '.dump.written > 0 and .restore.restored > 0 and .counters.leaked > 0'
 	stop_balanced "$key"
 	jqtrue "$BODY" '.final.dump.written == .final.dump.in and .final.dump.dropped == 0
 		and .final.dump.write_errors == 0 and .final.dump.in == .final.leaked' ||
@@ -263,6 +264,8 @@ scenario_sched() {
 	t=$(( $(now_ms) - t0 ))
 	(( t >= 900 )) || fail "sched: the range began $t ms after init (want 1 s)"
 	wait_status 2 "sched: workers_min 4 inside the range" demo100k_sched '.queue.workers.active >= 4'
+	stats_holds demo100k_sched '.schedule_range == 0 and .workers.min == 4 and .workers.max == 50
+		and .wakeup_factor == 0.05 and .producers.active == 4'
 	sleep 1
 	p=$(st demo100k_sched .producers_active)
 	ta=$(now_ms)
@@ -296,6 +299,8 @@ scenario_qos() {
 		.queue.qos.egress.capacity == 1000 and .producers_active == 20' ||
 		fail "qos: status: $(jq -c .queue.qos <<<"$s")"
 	ok "qos: subqs high/medium/low 100/400/1500, egress 1000"
+	stats_holds demoQoS '[.qos.subqs[] | .name] == ["high", "medium", "low"]
+		and .qos.egress.capacity == 1000 and ([.qos.subqs[].size] | all(. >= 0))'
 	metrics_text "$E2E_TMP/m.txt"
 	grep -Eq '^queue_subq_size\{queue="demoQoS",subq="low"\} [0-9]+$' "$E2E_TMP/m.txt" ||
 		fail "qos: no queue_subq_size{queue=\"demoQoS\",subq=\"low\"}"
