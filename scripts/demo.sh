@@ -47,7 +47,7 @@ pid=$!
 trap 'kill -9 $pid 2>/dev/null || true; rm -rf "$work"' EXIT
 url=http://127.0.0.1:$api/api/v1
 for _ in $(seq 50); do curl -sf "$url/ping" >/dev/null 2>&1 && break; sleep 0.1; done
-echo "== blq-demo: api $url, metrics http://127.0.0.1:$met/metrics, log $work/daemon.log"
+echo "== blq-demo: dashboard http://127.0.0.1:$api/ (open it in a browser), api $url, metrics http://127.0.0.1:$met/metrics, log $work/daemon.log"
 
 # The scenario scripts' requests (demo/requests/lib.sh): blq_call ACTION
 # prints the reply and fails, naming the action and the HTTP code, on
