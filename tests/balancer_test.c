@@ -444,7 +444,7 @@ Test(balancer, a_schedule_switch_changes_the_live_worker_counts)
 	cr_expect_float_eq(st.wakeup_factor, 0.5, 1e-9);
 	cr_expect_float_eq(st.sleep_factor, 0.25, 1e-9);
 	char json[2048];
-	cr_assert_lt(blq_status_json(q, json, sizeof json), (int)sizeof json);
+	cr_assert(blq_status_json(q, json, sizeof json) < (int)sizeof json);
 	cr_expect(strstr(json, "\"bounds\":{\"workers_min\":4,\"workers_max\":6,") != NULL, "%s",
 		  json);
 	atomic_fetch_sub(&wall_ns, 3600ull * 1000000000u); /* 11:00:01: night */

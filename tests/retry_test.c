@@ -451,7 +451,7 @@ Test(retry, a_long_delay_at_the_head_holds_up_nothing)
 	cr_expect_eq(calls_of(9999, NULL, NULL, 0), 0);
 	char json[1024];
 	blq_status_json(q, json, sizeof(json));
-	cr_expect(strstr(json, "\"size\":1,") != NULL && strstr(json, "\"delayed\":1}") != NULL,
+	cr_expect(strstr(json, "\"size\":1,") != NULL && strstr(json, "\"delayed\":1,") != NULL,
 		  "status: %s", json);
 	advance(q, 10 * SEC);
 	cr_assert(TU_WAIT_FOR(stats(q).processed == 1001, 2000));
