@@ -4,6 +4,7 @@
 #include "dashboard.h"
 #include "deadline.h"
 #include "log.h"
+#include "origin.h"
 
 #include <jansson.h>
 #include <microhttpd.h>
@@ -18,6 +19,7 @@ struct demo_http {
 	blq_prom *prom;
 	const blq_logger *logger;
 	demo_deadlines *deadlines; /* a whole request within DEMO_REQUEST_TIME_S */
+	bool loopback; /* listening on loopback: Host is checked (origin.h) */
 };
 
 /* One request's state across libmicrohttpd's calls. */
@@ -35,8 +37,10 @@ static demo_conn *conn_of(struct MHD_Connection *c)
 	return ci != NULL ? ci->socket_context : NULL;
 }
 
-static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, char *text,
-				 const char *type)
+/* Sends @text (malloc'd, consumed) as @type; @allow, when not NULL, is the
+ * Allow header of a 405. */
+static enum MHD_Result send_text_allow(struct MHD_Connection *c, unsigned status, char *text,
+				       const char *type, const char *allow)
 {
 	struct MHD_Response *r =
 		MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
@@ -45,14 +49,23 @@ static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, char
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	/* The original allows any origin: the dashboard of a later issue and
-	 * the request files call it from anywhere on the loopback. */
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	if (allow != NULL)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+	/* The original allows any origin to read; changes from another site
+	 * are refused (origin.h). */
 	MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
 	MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
 	MHD_add_response_header(r, "Access-Control-Allow-Headers", "Origin, Content-Type");
 	enum MHD_Result ret = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return ret;
+}
+
+static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, char *text,
+				 const char *type)
+{
+	return send_text_allow(c, status, text, type, NULL);
 }
 
 /* A dashboard file (dashboard.h). The page may load only its own files
@@ -66,7 +79,8 @@ static enum MHD_Result send_asset(struct MHD_Connection *c, const demo_asset *a)
 		return MHD_NO;
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, a->type);
 	MHD_add_response_header(r, "Content-Security-Policy",
-				"default-src 'self'; img-src 'self' data:; frame-ancestors 'none'");
+				"default-src 'self'; img-src 'self' data:; object-src 'none'; "
+				"base-uri 'none'; form-action 'self'; frame-ancestors 'none'");
 	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
 	MHD_add_response_header(r, "Cache-Control", "no-cache");
 	enum MHD_Result ret = MHD_queue_response(c, 200, r);
@@ -75,9 +89,9 @@ static enum MHD_Result send_asset(struct MHD_Connection *c, const demo_asset *a)
 }
 
 /* The original's reply: {"status":N,"error":"...","message":"..."}, empty
- * members left out; @final (JSON text, consumed) adds the stop's accounting. */
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *error,
-			     const char *message, char *final)
+ * members left out; @final (JSON text, consumed) adds the stop's accounting.
+ * Return: malloc'd text, or NULL. */
+static char *reply_text(unsigned status, const char *error, const char *message, char *final)
 {
 	json_t *o = json_pack("{s:i}", "status", (int)status);
 	if (o != NULL && error != NULL && error[0] != '\0')
@@ -92,9 +106,14 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 	free(final);
 	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
-	if (text == NULL)
-		return MHD_NO;
-	return send_text(c, status, text, "application/json");
+	return text;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *error,
+			     const char *message, char *final)
+{
+	char *text = reply_text(status, error, message, final);
+	return text != NULL ? send_text(c, status, text, "application/json") : MHD_NO;
 }
 
 /* A query argument, or NULL when absent. *cut is set when the decoded
@@ -203,16 +222,28 @@ static enum MHD_Result api_route(demo_http *h, struct MHD_Connection *c, const c
 	const char *what = NULL;
 	char err[256];
 	const demo_asset *asset = strncmp(url, "/api/", 5) != 0 ? demo_asset_find(url) : NULL;
-	if (asset != NULL) {
-		if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)
-			return send_asset(c, asset);
-		snprintf(err, sizeof err, "method %.16s not allowed; use GET", method);
-		return reply(c, 405, err, NULL, NULL);
-	}
 	if (strncmp(url, "/api/v1/", 8) == 0)
 		for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
 			if (strcmp(url + 8, paths[i]) == 0)
 				what = paths[i];
+	/* Everything but ping, list, status and stats changes a queue. */
+	bool changes = what != NULL && strcmp(what, "ping") != 0 && strcmp(what, "list") != 0 &&
+		       strncmp(what, "stat", 4) != 0;
+	if (demo_origin_refusal(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host"),
+				MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin"),
+				MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-Fetch-Site"),
+				h->loopback, changes, err, sizeof err)) {
+		demo_log(h->logger, BLQ_LOG_WARN, "%s %.200s: 403 %s", method, url, err);
+		return reply(c, 403, err, NULL, NULL);
+	}
+	if (asset != NULL) {
+		if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)
+			return send_asset(c, asset);
+		snprintf(err, sizeof err, "method %.16s not allowed; use GET", method);
+		char *text = reply_text(405, err, NULL, NULL);
+		return text != NULL ? send_text_allow(c, 405, text, "application/json", "GET, HEAD")
+				    : MHD_NO;
+	}
 	if (what == NULL) {
 		snprintf(err, sizeof err, "unknown path %.200s", url);
 		return reply(c, 404, err, NULL, NULL);
@@ -399,6 +430,7 @@ demo_http *demo_http_start(demo_registry *reg, blq_prom *prom, int fd, bool ipv6
 	h->reg = reg;
 	h->prom = prom;
 	h->logger = logger;
+	h->loopback = demo_fd_is_loopback(fd);
 	h->deadlines = demo_deadlines_new(DEMO_CONNECTIONS_MAX, (uint64_t)request_s * 1000000000u);
 	if (h->deadlines == NULL) {
 		snprintf(err, errlen, "out of memory or threads");

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* The dump's writer and reader, on disk or in a Redis stream. */
 static int build_dump_io(demo_stage *s, const demo_env *env, const blq_dump_metrics *dw,
@@ -187,6 +188,9 @@ demo_stage *demo_stage_start(const char *key, const demo_spec *spec, const demo_
 		return NULL;
 	}
 	snprintf(s->key, sizeof s->key, "%s", key);
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	s->instance = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 	s->spec = *spec;
 	s->prom = env->prom;
 	s->logger = env->logger;

@@ -64,8 +64,9 @@ void demo_stage_producers(demo_stage *s, unsigned *active, unsigned *max);
 char *demo_stage_status_json(demo_stage *s);
 
 /**
- * demo_stage_stats_json() - the dashboard's numbers, flat and typed: "t"
- * (CLOCK_MONOTONIC seconds, to turn counters into rates), capacity, size,
+ * demo_stage_stats_json() - the dashboard's numbers, flat and typed:
+ * "instance" (differs for each start of a key, even across daemon
+ * restarts), "t" (CLOCK_MONOTONIC seconds, to turn counters into rates), capacity, size,
  * rate, the factors and worker bounds in force, workers, producers, the
  * outcome counters, "qos" (null without QoS) and, when present, "dump" and
  * "restore". @stopping is reported as is.

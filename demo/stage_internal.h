@@ -22,6 +22,9 @@ typedef struct producer {
 
 struct demo_stage {
 	char key[65];
+	/* CLOCK_REALTIME ns at the start: tells this run of the key from an
+	 * earlier one (also across daemon restarts) in the dashboard's stats. */
+	uint64_t instance;
 	demo_spec spec;
 	blq *q;
 	blq_prom *prom;

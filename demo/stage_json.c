@@ -125,10 +125,10 @@ char *demo_stage_stats_json(demo_stage *s, bool stopping)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	demo_stage_producers(s, &active, &max);
 	json_t *o = json_pack(
-		"{s:s,s:b,s:f,s:I,s:I,s:f,s:f,s:f,s:i,s:b,"
+		"{s:s,s:I,s:b,s:f,s:I,s:I,s:f,s:f,s:f,s:i,s:b,"
 		"s:{s:i,s:i,s:i,s:i,s:i},s:{s:i,s:i,s:i},"
 		"s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",
-		"key", s->key, "stopping", stopping, "t", (double)now.tv_sec + now.tv_nsec / 1e9,
+		"key", s->key, "instance", (json_int_t)s->instance, "stopping", stopping, "t", (double)now.tv_sec + now.tv_nsec / 1e9,
 		"capacity", (json_int_t)st.capacity, "size", (json_int_t)st.size, "rate",
 		blq_rate(s->q), "wakeup_factor", st.wakeup_factor, "sleep_factor", st.sleep_factor,
 		"schedule_range", st.schedule_range, "throttled", st.throttled,

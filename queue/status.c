@@ -71,7 +71,7 @@ int blq_status_json(const blq *q, char *buf, size_t len)
 			"\"leaked_deadline\":%llu,\"leaked_closed\":%llu,"
 			"\"expired\":%llu,\"lost\":%llu,\"retried\":%llu,\"timed_out\":%llu,"
 			"\"delayed\":%llu,\"bounds\":{\"workers_min\":%u,\"workers_max\":%u,"
-			"\"wakeup_factor\":%g,\"sleep_factor\":%g,\"schedule_range\":%d}",
+			"\"wakeup_factor\":%.10g,\"sleep_factor\":%.10g,\"schedule_range\":%d}",
 			name, state, st.capacity, st.size,
 			blq_rate(q),
 			q->leaky ? "true" : "false", q->balanced ? "true" : "false",

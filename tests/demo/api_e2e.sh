@@ -56,8 +56,9 @@ jq -e 'keys == ["demo100k","demo100k_de","demo100k_dump","demo100k_dump_redis","
 	and .demoQoS.qos.algo == "WRR"' "$E2E_TMP/page" >/dev/null ||
 	fail "/presets.json is not demo/requests: $(head -c 300 "$E2E_TMP/page")"
 ok "the page's files and the presets of demo/requests"
-call POST /
+call POST / -D "$E2E_TMP/headers"
 expect 405 '.error | test("use GET")' "POST /"
+grep -qi '^Allow: GET, HEAD' "$E2E_TMP/headers" || fail "POST /: no Allow header"
 call GET /api/v1/ping/extra
 expect 404 '.error | test("unknown path")' "path with a ping prefix"
 call DELETE /api/v1/ping
@@ -195,6 +196,24 @@ jqtrue "$stats" ".t > $t1 and .counters.in > $in1" || fail "stats k1 does not mo
 ok "stats k1: the numbers, and its clock and counters move"
 call GET "/api/v1/stats?key=nope"
 expect 404 '.error | test("not found")' "stats of an unknown key"
+
+# Browsers: a page from another site may read but not change a queue, and a
+# DNS-rebinding Host is not answered on loopback (demo/origin.h).
+call GET "/api/v1/producer-up?key=k1" -H 'Sec-Fetch-Site: cross-site'
+expect 403 '.error | test("Sec-Fetch-Site \"cross-site\" refused")' "producer-up from another site"
+call POST "/api/v1/force-stop?key=k1" -H 'Origin: https://evil.example'
+expect 403 '.error | test("Origin \"https://evil.example\" refused")' "force-stop from another origin"
+call GET "/api/v1/status?key=k1" -H 'Origin: https://evil.example' -H 'Sec-Fetch-Site: cross-site'
+expect 200 '' "status from another site (reads stay open)"
+call POST "/api/v1/producer-up?key=k1" -H "Origin: $API" -H 'Sec-Fetch-Site: same-origin'
+expect 200 '' "producer-up from the daemon's own page"
+call POST "/api/v1/producer-down?key=k1" -H "Origin: $API" -H 'Sec-Fetch-Site: same-origin'
+expect 200 '' "producer-down from the daemon's own page"
+call GET "/api/v1/status?key=k1" -H 'Host: evil.example:8080'
+expect 403 '.error | test("Host \"evil.example:8080\" refused") and test("DNS rebinding")' "a rebinding Host"
+call GET "/" -H 'Host: evil.example'
+expect 403 '' "the page under a rebinding Host"
+[ "$(st k1 .producers_active)" = 1 ] || fail "a refused request changed the producers"
 
 call GET "/api/v1/producer-up?key=k1&delta=2"
 expect 200 '.message == "success"' "producer-up 2 (1 -> 3)"
