@@ -1,12 +1,13 @@
 /*
  * A small line chart on a canvas, for the dashboard: a few series over the
- * last `span` samples, a y axis from 0 with round ticks, seconds-ago on x,
+ * last `span` seconds, a y axis from 0 with round ticks, seconds-ago on x,
  * and an HTML legend holding each series' latest value. No library: the
  * page must work from the binary alone.
  */
 'use strict';
 
 (function () {
+  const GAP_S = 3; /* samples further apart than this are not joined */
   const PALETTE = ['#2563eb', '#16a34a', '#dc2626', '#9333ea', '#ea580c', '#0891b2', '#ca8a04', '#64748b'];
 
   /* A round step for about `n` ticks up to `max`: 1, 2 or 5 times 10^k. */
@@ -17,22 +18,34 @@
     return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
   }
 
+  /* 3 significant digits without trailing zeros after the point:
+   * 0.00500 -> "0.005", 1.50 -> "1.5", 100 -> "100". */
+  function digits3(v) {
+    const t = v.toPrecision(3);
+    return t.includes('.') && !t.includes('e') ? t.replace(/\.?0+$/, '') : t;
+  }
+
   /* 1234567 -> "1.23M"; small numbers keep up to 3 significant digits. */
   function formatValue(v) {
-    if (v === null || v === undefined || Number.isNaN(v)) return '–';
+    if (typeof v !== 'number' || !Number.isFinite(v)) return '–';
     const a = Math.abs(v);
-    if (a >= 1e9) return (v / 1e9).toPrecision(3) + 'G';
-    if (a >= 1e6) return (v / 1e6).toPrecision(3) + 'M';
-    if (a >= 1e4) return (v / 1e3).toPrecision(3) + 'k';
+    if (a >= 1e9) return digits3(v / 1e9) + 'G';
+    if (a >= 1e6) return digits3(v / 1e6) + 'M';
+    if (a >= 1e4) return digits3(v / 1e3) + 'k';
     if (a >= 100 || Number.isInteger(v)) return String(Math.round(v));
-    if (a === 0) return '0';
-    return v.toPrecision(3).replace(/\.?0+$/, '');
+    return digits3(v);
+  }
+
+  /* A fraction as a percentage: 1 -> "100 %", 0.00001 -> "0.001 %". */
+  function formatPercent(v) {
+    return typeof v === 'number' && Number.isFinite(v) ? formatValue(v * 100) + ' %' : '–';
   }
 
   class LineChart {
     /*
      * parent: the element the chart goes into.
      * opts: {id, title, series: [{key, label, color?, dash?}], span?, unit?}
+     * span: the seconds of history kept and drawn (120).
      */
     constructor(parent, opts) {
       this.id = opts.id;
@@ -73,8 +86,8 @@
       new ResizeObserver(() => this.draw()).observe(this.canvas);
     }
 
-    /* Appends one sample (one a second): values by series key; a missing
-     * or non-numeric value leaves a gap. */
+    /* Appends one sample: values.t is its time in seconds (the daemon's
+     * clock, increasing); a missing or non-numeric value leaves a gap. */
     push(values) {
       this.times.push(values.t);
       for (const s of this.series) {
@@ -82,7 +95,7 @@
         s.values.push(typeof v === 'number' && Number.isFinite(v) ? v : null);
         s.valueEl.textContent = formatValue(v) + (typeof v === 'number' ? this.unit : '');
       }
-      if (this.times.length > this.span) {
+      while (values.t - this.times[0] > this.span) {
         this.times.shift();
         for (const s of this.series) s.values.shift();
       }
@@ -137,10 +150,12 @@
       const right = 8, bottom = 18, topPad = 6;
       const pw = Math.max(10, w - left - right), ph = Math.max(10, h - topPad - bottom);
       const yOf = v => topPad + ph - (v / ymax) * ph;
-      /* The x axis grows with the history, from 30 s up to the span, so
-       * a young queue's lines are not squeezed into a corner. */
-      const n = Math.min(this.span, Math.max(30, this.times.length));
-      const xOf = i => left + (pw * (i + (n - this.times.length))) / (n - 1);
+      /* x is time: seconds before the newest sample. The axis grows with
+       * the history, from 30 s up to the span, so a young queue's lines are
+       * not squeezed into a corner. */
+      const tNow = this.times.length ? this.times[this.times.length - 1] : 0;
+      const n = Math.min(this.span, Math.max(30, this.times.length ? tNow - this.times[0] : 0));
+      const xAgo = ago => left + pw * (1 - ago / n);
 
       g.strokeStyle = grid;
       g.fillStyle = ink;
@@ -159,7 +174,7 @@
       const every = n > 60 ? 30 : n > 30 ? 15 : 10;
       for (let ago = 0; ago < n; ago += every) {
         g.textAlign = ago === 0 ? 'right' : 'center';
-        g.fillText(ago === 0 ? 'now' : '-' + ago + 's', left + (pw * (n - 1 - ago)) / (n - 1), topPad + ph + 4);
+        g.fillText(ago === 0 ? 'now' : '-' + ago + 's', xAgo(ago), topPad + ph + 4);
       }
 
       g.lineWidth = 1.75;
@@ -170,8 +185,10 @@
         g.beginPath();
         let pen = false;
         s.values.forEach((v, i) => {
-          if (v === null) { pen = false; return; }
-          const x = xOf(i), y = yOf(v);
+          /* No line across a value missing or a poll that did not answer. */
+          if (v === null || (i > 0 && this.times[i] - this.times[i - 1] > GAP_S)) pen = false;
+          if (v === null) return;
+          const x = xAgo(tNow - this.times[i]), y = yOf(v);
           if (pen) g.lineTo(x, y); else g.moveTo(x, y);
           pen = true;
         });
@@ -181,5 +198,5 @@
     }
   }
 
-  window.BlqCharts = { LineChart, formatValue };
+  window.BlqCharts = { LineChart, formatValue, formatPercent };
 })();

@@ -4,33 +4,47 @@
  * per-second rates and feeds the charts; the controls call the same API
  * as demo/requests/*.sh. Everything the API refuses is shown in words.
  *
+ * Polling: one request at a time (the next starts a second after the last
+ * began, once it has answered), so a slow daemon gets no pile of requests
+ * and samples arrive in order; switching queues aborts the one in flight.
+ * A sample of another run of the key (its "instance" changed: stopped and
+ * started again, or the daemon restarted) starts the charts afresh.
+ *
  * window.blqDashboard exposes the charts and samples (for the browser
  * test and for anyone poking at the page from the console).
  */
 'use strict';
 
 (function () {
-  const { LineChart, formatValue } = window.BlqCharts;
+  const { LineChart, formatValue, formatPercent } = window.BlqCharts;
   const POLL_MS = 1000, LIST_MS = 5000, TIMEOUT_MS = 4000;
   const $ = id => document.getElementById(id);
 
   const state = {
-    key: '',          /* the queue watched */
-    prev: null,       /* the previous stats sample of that queue */
-    samples: [],      /* derived samples, the last 120 */
+    key: '',            /* the queue watched */
+    prev: null,         /* the previous stats sample of that run of the key */
+    samples: [],        /* derived samples, the last 120 */
     presets: {},
-    busy: false,      /* a control request is in flight */
+    stopping: new Set(),/* keys whose stop this page has sent and not seen end */
+    stoppedHere: new Set(),/* keys this page stopped: their 404 is no news */
+    gen: 0,             /* bumped by watch(): answers of an older poll are dropped */
+    pollCtl: null,      /* aborts the poll in flight */
     pollTimer: 0,
-    listTimer: 0
+    listTimer: 0,
+    listedOnce: false
   };
 
   /* ---- talking to the daemon ------------------------------------------ */
 
-  /* Calls the API; resolves {ok, status, body} and never throws: a failure
-   * to reach the daemon comes back as status 0 with a message. */
+  /* Calls the API; resolves {ok, status, body, aborted} and never throws: a
+   * failure to reach the daemon comes back as status 0 with a message.
+   * opts.timeout: ms before giving up (0: never); opts.signal: aborts it. */
   async function call(path, opts = {}) {
     const ctl = new AbortController();
-    const timer = setTimeout(() => ctl.abort(), opts.timeout || TIMEOUT_MS);
+    const limit = opts.timeout === undefined ? TIMEOUT_MS : opts.timeout;
+    const timer = limit ? setTimeout(() => ctl.abort(), limit) : 0;
+    const onAbort = () => ctl.abort();
+    if (opts.signal) opts.signal.addEventListener('abort', onAbort);
     try {
       const r = await fetch(path, { method: opts.method || 'GET', body: opts.body, signal: ctl.signal,
         headers: opts.body ? { 'Content-Type': 'application/json' } : undefined, cache: 'no-store' });
@@ -38,10 +52,13 @@
       try { body = await r.json(); } catch (e) { body = null; }
       return { ok: r.ok, status: r.status, body };
     } catch (e) {
+      const aborted = Boolean(opts.signal && opts.signal.aborted);
       const why = e.name === 'AbortError' ? 'it did not answer in time' : 'the connection failed';
-      return { ok: false, status: 0, body: { error: 'cannot reach blq-demo at ' + location.host + ' (' + why + '); is it still running?' } };
+      return { ok: false, status: 0, aborted,
+        body: { error: 'cannot reach blq-demo at ' + location.host + ' (' + why + '); is it still running?' } };
     } finally {
       clearTimeout(timer);
+      if (opts.signal) opts.signal.removeEventListener('abort', onAbort);
     }
   }
 
@@ -58,12 +75,18 @@
     m.hidden = !text;
   }
 
+  function setConnection(up) {
+    const conn = $('connection');
+    conn.textContent = up ? 'connected' : 'daemon unreachable';
+    conn.className = 'connection ' + (up ? 'up' : 'down');
+  }
+
   /* ---- the queue list ------------------------------------------------- */
 
   async function refreshList() {
-    clearTimeout(state.listTimer);
-    state.listTimer = setTimeout(refreshList, LIST_MS);
     const res = await call('/api/v1/list');
+    clearTimeout(state.listTimer); /* one timer, however many calls ran */
+    state.listTimer = setTimeout(refreshList, LIST_MS);
     if (!res.ok) return; /* the poll reports an unreachable daemon */
     let queues = [];
     try { queues = JSON.parse(res.body.message || '[]'); } catch (e) { queues = []; }
@@ -75,48 +98,56 @@
       if (keys.length === 0) sel.append(new Option('(no queue running)', ''));
       for (const k of keys) sel.append(new Option(k, k));
     }
-    if (keys.length === 0) {
-      $('init-panel').open = true;
-    }
+    if (keys.length === 0 && !state.listedOnce) $('init-panel').open = true; /* a first visit */
+    state.listedOnce = true;
     if (!keys.includes(state.key)) watch(keys[0] || '');
     sel.value = state.key;
   }
 
   /* ---- polling the chosen queue ---------------------------------------- */
 
-  function watch(key) {
-    if (key === state.key) return;
-    state.key = key;
+  function clearHistory() {
     state.prev = null;
     state.samples = [];
     for (const c of Object.values(charts)) if (c) c.clear();
     showOptional(null);
-    setControls();
-    poll();
   }
 
-  async function poll() {
+  /* Watches @key. A switch by hand clears the message; an automatic one
+   * (the watched queue went away) keeps it, e.g. a stop's accounting. */
+  function watch(key, byHand) {
+    if (key === state.key) return;
+    state.key = key;
+    if (byHand) say('');
+    clearHistory();
+    setControls();
+    state.gen++;
     clearTimeout(state.pollTimer);
-    state.pollTimer = setTimeout(poll, POLL_MS);
+    if (state.pollCtl) state.pollCtl.abort();
+    pollLoop(state.gen);
+  }
+
+  async function pollLoop(gen) {
+    const began = performance.now();
+    await pollOnce(gen);
+    if (gen !== state.gen) return; /* watch() started another loop */
+    state.pollTimer = setTimeout(() => pollLoop(gen), Math.max(100, POLL_MS - (performance.now() - began)));
+  }
+
+  async function pollOnce(gen) {
     const key = state.key;
-    const conn = $('connection');
     if (!key) {
-      const res = await call('/api/v1/ping');
-      conn.textContent = res.ok ? 'connected' : 'daemon unreachable';
-      conn.className = 'connection ' + (res.ok ? 'up' : 'down');
+      setConnection((await call('/api/v1/ping')).ok);
       return;
     }
-    const res = await call('/api/v1/stats?key=' + encodeURIComponent(key));
-    if (key !== state.key) return; /* switched meanwhile */
-    if (res.status === 0) {
-      conn.textContent = 'daemon unreachable';
-      conn.className = 'connection down';
-      return;
-    }
-    conn.textContent = 'connected';
-    conn.className = 'connection up';
+    state.pollCtl = new AbortController();
+    const res = await call('/api/v1/stats?key=' + encodeURIComponent(key), { signal: state.pollCtl.signal });
+    if (gen !== state.gen || res.aborted) return; /* switched meanwhile */
+    setConnection(res.status !== 0);
+    if (res.status === 0) return;
     if (res.status === 404) {
-      say('Queue "' + key + '" is not running any more.', 'info');
+      clearHistory();
+      if (!state.stoppedHere.delete(key)) say('Queue "' + key + '" is not running any more.', 'info');
       refreshList();
       return;
     }
@@ -127,19 +158,21 @@
     feed(res.body);
   }
 
-  /* Per-second rate of a counter between two samples; null on the first
-   * sample or after a restart of the key (counters went back). */
-  function perSecond(cur, prev, dt, pick) {
-    if (!prev || dt <= 0) return null;
-    const d = pick(cur) - pick(prev);
-    return d < 0 ? null : d / dt;
+  /* Per-second rate of a counter between two samples; null on the first. */
+  function perSecond(cur, prev, pick) {
+    const dt = prev ? cur.t - prev.t : 0;
+    return dt > 0 ? Math.max(0, pick(cur) - pick(prev)) / dt : null;
   }
 
   function feed(st) {
-    const prev = state.prev;
-    const dt = prev ? st.t - prev.t : 0;
+    let prev = state.prev;
+    if (prev && st.instance !== prev.instance) {
+      clearHistory(); /* another run of the key: its counters start again */
+      prev = null;
+    }
+    if (prev && st.t <= prev.t) return; /* not newer than what is drawn */
     const c = st.counters;
-    const rate = pick => perSecond(st, prev, dt, pick);
+    const rate = pick => perSecond(st, prev, pick);
     const s = {
       t: st.t,
       size: st.size, capacity: st.capacity, rate: st.rate,
@@ -160,12 +193,7 @@
     state.samples.push(s);
     if (state.samples.length > 120) state.samples.shift();
 
-    charts.size.push(s);
-    charts.fill.push(s);
-    charts.workers.push(s);
-    charts.producers.push(s);
-    charts.throughput.push(s);
-    charts.retries.push(s);
+    for (const id of ['size', 'fill', 'workers', 'producers', 'throughput', 'retries']) charts[id].push(s);
     showOptional(st);
     if (st.qos) {
       const v = { t: s.t, egress: st.qos.egress.size };
@@ -180,10 +208,11 @@
     }
     for (const el of document.querySelectorAll('[data-metric]')) {
       const v = s[el.dataset.metric];
-      el.textContent = el.dataset.metric === 'rate' && typeof v === 'number'
-        ? (v * 100).toPrecision(3).replace(/\.?0+$/, '') + ' %' : formatValue(v);
+      el.textContent = el.dataset.metric === 'rate' ? formatPercent(v) : formatValue(v);
     }
-    if (st.stopping) say('Queue "' + state.key + '" is stopping: producers are stopped and the queue drains.', 'info');
+    setControls();
+    if (st.stopping && !state.stopping.has(state.key))
+      say('Queue "' + state.key + '" is stopping: its producers are stopped and it drains.', 'info');
   }
 
   /* ---- charts ---------------------------------------------------------- */
@@ -235,10 +264,14 @@
 
   /* ---- controls -------------------------------------------------------- */
 
+  /* With no queue, nothing; while the watched queue stops (by this page or
+   * anyone), only force stop, which turns the drain into a force close. */
   function setControls() {
     const none = !state.key;
-    for (const id of ['btn-up', 'btn-down', 'btn-stop', 'btn-force-stop', 'producer-delta'])
-      $(id).disabled = none || (state.busy && id !== 'btn-force-stop');
+    const stopping = state.stopping.has(state.key) || Boolean(state.prev && state.prev.stopping);
+    for (const id of ['btn-up', 'btn-down', 'btn-stop', 'producer-delta'])
+      $(id).disabled = none || stopping;
+    $('btn-force-stop').disabled = none;
   }
 
   function delta() {
@@ -261,19 +294,20 @@
       return;
     }
     say((dir === 'up' ? 'Raised' : 'Lowered') + ' the producers of "' + key + '" by ' + d + '.', 'ok');
-    poll();
   }
 
   async function stop(force) {
     const key = state.key;
-    state.busy = true;
+    state.stopping.add(key);
     setControls();
     say((force ? 'Force-stopping' : 'Stopping (draining)') + ' "' + key + '"…', 'info');
-    /* A graceful stop drains the queue, which may take long. */
+    /* A graceful stop drains the queue, which may take long: no time limit. */
     const res = await call('/api/v1/' + (force ? 'force-stop' : 'stop') + '?key=' + encodeURIComponent(key),
-      { method: 'POST', timeout: 10 * 60 * 1000 });
-    state.busy = false;
+      { method: 'POST', timeout: 0 });
+    state.stopping.delete(key);
     setControls();
+    if (res.ok) state.stoppedHere.add(key);
+    if (key !== state.key && res.ok) return; /* the list shows it gone */
     if (!res.ok) {
       say(explain((force ? 'Force-stopping' : 'Stopping') + ' "' + key + '"', res), 'error');
       return;
@@ -306,16 +340,19 @@
       say(explain('Starting "' + key + '"', res), 'error');
       return;
     }
-    say('Started "' + key + '".', 'ok');
     $('init-panel').open = false; /* room for the charts */
     await refreshList();
-    watch(key);
+    watch(key, true);
     $('queue-select').value = key;
+    say('Started "' + key + '".', 'ok');
   }
 
   async function loadPresets() {
     const res = await call('/presets.json');
-    if (!res.ok || !res.body) return;
+    if (!res.ok || !res.body) {
+      say(explain('Loading the presets', res), 'error');
+      return;
+    }
     state.presets = res.body;
     const sel = $('preset-select');
     for (const name of Object.keys(state.presets).sort()) sel.append(new Option(name, name));
@@ -328,7 +365,7 @@
     $('init-key').value = name;
   }
 
-  $('queue-select').addEventListener('change', e => watch(e.target.value));
+  $('queue-select').addEventListener('change', e => watch(e.target.value, true));
   $('btn-up').addEventListener('click', () => producers('up'));
   $('btn-down').addEventListener('click', () => producers('down'));
   $('btn-stop').addEventListener('click', () => stop(false));
@@ -341,5 +378,5 @@
   showOptional(null);
   loadPresets();
   refreshList();
-  poll();
+  pollLoop(state.gen);
 })();

@@ -52,9 +52,9 @@ page /charts.js 200 text/javascript
 page /dashboard.css 200 text/css
 ! grep -Eq 'https?://' "$E2E_TMP/page" || fail "dashboard.css names an outside address"
 page /presets.json 200 application/json
-jq -e 'keys == ["demo100k","demo100k_de","demo100k_dump","demo100k_dump_redis","demo100k_sched","demoQoS"]
-	and .demoQoS.qos.algo == "WRR"' "$E2E_TMP/page" >/dev/null ||
-	fail "/presets.json is not demo/requests: $(head -c 300 "$E2E_TMP/page")"
+presets=$(for f in "$E2E_REQ"/*.json; do basename "$f" .json; done | jq -R . | jq -sc sort)
+jq -e --argjson want "$presets" 'keys == $want and .demoQoS.qos.algo == "WRR"' "$E2E_TMP/page" >/dev/null ||
+	fail "/presets.json is not demo/requests ($presets): $(head -c 300 "$E2E_TMP/page")"
 ok "the page's files and the presets of demo/requests"
 call POST / -D "$E2E_TMP/headers"
 expect 405 '.error | test("use GET")' "POST /"

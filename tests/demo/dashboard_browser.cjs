@@ -117,6 +117,11 @@ async function main() {
       .every(p => presets.includes(p)), `the presets of demo/requests are offered: ${presets.join(', ')}`);
 
     const say = () => page.locator('#message').textContent();
+    /* Unfolds "Start a queue" the way a user does, unless it is open. */
+    const openInitForm = async () => {
+      if (!(await page.locator('#init-panel').evaluate(d => d.open)))
+        await page.locator('#init-panel summary').click();
+    };
     const sayClass = () => page.locator('#message').getAttribute('class');
 
     /* Bad input is refused in words before or by the API. */
@@ -153,7 +158,7 @@ async function main() {
 
     /* The same key again: the API's 406 in words. */
     check(!(await page.locator('#init-panel').evaluate(d => d.open)), 'a started queue folds the form away');
-    await page.locator('#init-panel summary').click();
+    await openInitForm();
     await page.click('#init-submit');
     await until('the 406', async () => /HTTP 406/.test(await say()), 5000);
     check(/error/.test(await sayClass()), `a second init of the key is refused: "${await say()}"`);
@@ -207,6 +212,78 @@ async function main() {
     console.log(`screenshot: ${shot400}`);
     await page.setViewportSize({ width: 1280, height: 800 });
 
+    /* Numbers in words: no digits lost or invented. */
+    const formats = await page.evaluate(() => {
+      const { formatValue: v, formatPercent: p } = window.BlqCharts;
+      return [p(1), p(0.00001), p(0.5), v(99.97), v(1.5), v(0.005), v(123456), v(2500000), v(0), v(null)];
+    });
+    check(JSON.stringify(formats) ===
+      JSON.stringify(['100 %', '0.001 %', '50 %', '100', '1.5', '0.005', '123k', '2.5M', '0', '–']),
+      `numbers are formatted: ${formats.join(' | ')}`);
+
+    /* A slow daemon: polls do not pile up and samples stay in order. Each
+     * stats answer is held 2.5 s for 6 s. */
+    let inflight = 0, maxInflight = 0;
+    const slow = async route => {
+      inflight++;
+      maxInflight = Math.max(maxInflight, inflight);
+      await sleep(2500);
+      await route.continue().catch(() => {});
+      inflight--;
+    };
+    await page.route('**/api/v1/stats*', slow);
+    await sleep(6000);
+    await page.unroute('**/api/v1/stats*', slow);
+    const ordered = await page.evaluate(() =>
+      window.blqDashboard.state.samples.every((s, i, a) => i === 0 || s.t > a[i - 1].t));
+    check(maxInflight === 1, `with a slow daemon one stats request at a time (at most ${maxInflight})`);
+    check(ordered, 'the samples stay in time order');
+
+    /* The key stopped and started again between two polls: the charts start
+     * afresh, with no rate made of the two runs' counters. */
+    const api = (path, body) => fetch(base + path, { method: 'POST', body });
+    const instance = () => page.evaluate(() => window.blqDashboard.state.prev && window.blqDashboard.state.prev.instance);
+    const before = await instance();
+    check((await api('/api/v1/force-stop?key=demo100k')).ok, 'force-stop demo100k from outside');
+    check((await api('/api/v1/init?key=demo100k', JSON.stringify({ capacity: 1000, workers_min: 1,
+      workers_max: 4, worker_delay: 100000, producers_min: 1, producers_max: 2,
+      producer_delay: 5000000 }))).ok, 'init demo100k again, 1 producer');
+    await until('the new run on the page', async () => {
+      const i = await instance();
+      return i && i !== before && await page.evaluate(() => window.blqDashboard.state.samples.length >= 3);
+    }, 10000);
+    const prodMax = await chart('producers', 'max', 'producers_active');
+    const inMax = await chart('throughput', 'max', 'in_rate');
+    check(prodMax === 1, `the producers chart shows only the new run (max ${prodMax})`);
+    check(inMax > 0 && inMax < 1000, `the in-rate is the new run's, about 200/s (max ${inMax})`);
+
+    /* A long drain of one queue leaves the others' controls alone; while it
+     * drains only force stop is offered, and it ends the drain. */
+    check((await api('/api/v1/init?key=drain', JSON.stringify({ capacity: 100000, workers: 1,
+      worker_delay: 20000000, producers_min: 4, producers_max: 4, producer_delay: 1000000 }))).ok,
+      'init "drain" (one 20 ms worker, 4000 items/s in)');
+    await sleep(1500);
+    await until('"drain" in the list', async () =>
+      await page.locator('#queue-select option[value="drain"]').count() === 1, 8000);
+    await page.selectOption('#queue-select', 'drain');
+    await page.click('#btn-stop');
+    await until('"Stopping (draining)"', async () => /Stopping \(draining\) "drain"/.test(await say()), 5000);
+    const disabled = id => page.locator(id).isDisabled();
+    check(await disabled('#btn-up') && await disabled('#btn-stop') && !(await disabled('#btn-force-stop')),
+      'while "drain" drains: raise, lower and stop are off, force stop is on');
+    await page.selectOption('#queue-select', 'demo100k');
+    await until('demo100k\'s controls', async () => !(await disabled('#btn-up')), 3000);
+    check(!(await disabled('#btn-stop')) && await say() === '',
+      'another queue\'s controls stay usable and the message was cleared');
+    await page.selectOption('#queue-select', 'drain');
+    await until('drain\'s stats', async () => await disabled('#btn-stop'), 3000);
+    check(true, 'back on "drain": stop is still off');
+    await page.click('#btn-force-stop');
+    await until('"Stopped "drain""', async () => /Stopped "drain"/.test(await say()), 20000);
+    check(/\(balanced\)/.test(await say()), `the forced drain's accounting: "${await say()}"`);
+    await until('demo100k watched again', async () =>
+      await page.locator('#queue-select').inputValue() === 'demo100k', 8000);
+
     /* Stop from the page: the final accounting is shown, balanced. */
     await page.click('#btn-stop');
     await until('"Stopped"', async () => /Stopped "demo100k"/.test(await say()), 60000);
@@ -217,7 +294,7 @@ async function main() {
 
     /* QoS: a chart of the preset's sub-queues. demoQoS starts with no
      * producer; raise some from the page. */
-    await page.locator('#init-panel summary').click();
+    await openInitForm();
     await page.selectOption('#preset-select', 'demoQoS');
     await page.click('#init-submit');
     await until('"Started demoQoS"', async () => /Started "demoQoS"/.test(await say()), 5000);
@@ -231,7 +308,7 @@ async function main() {
     check(true, 'demoQoS shows a non-zero in-rate');
 
     /* A dump: its chart appears, the QoS chart goes. */
-    await page.locator('#init-panel summary').click();
+    await openInitForm();
     await page.selectOption('#preset-select', 'demo100k_dump');
     await page.click('#init-submit');
     await until('"Started demo100k_dump"', async () => /Started "demo100k_dump"/.test(await say()), 5000);
