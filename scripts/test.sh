@@ -63,7 +63,10 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1 ||
 	command -v node >/dev/null 2>&1 || want+=(nodejs)
 	command -v npm >/dev/null 2>&1 || want+=(npm)
 	log "installing ${want[*]} (the dashboard's browser test)"
-	if [ "$(id -u)" -ne 0 ] || ! apt-get install -y -qq "${want[@]}" >build/browser-install.log 2>&1; then
+	# A second try after refreshing the package lists (they may be stale
+	# when the packages above were all present and no update ran).
+	if [ "$(id -u)" -ne 0 ] || ! { apt-get install -y -qq "${want[@]}" ||
+		{ apt-get update -qq && apt-get install -y -qq "${want[@]}"; }; } >build/browser-install.log 2>&1; then
 		browser_skip="apt-get install ${want[*]} failed (build/browser-install.log)"
 	fi
 fi
