@@ -76,6 +76,11 @@ static bool spin_push(blq *q, const blq__item *it, enum blq__mode mode)
 bool blq__pop_any(blq *q, unsigned start, blq__item *out)
 {
 	unsigned n = q->nrings;
+	/* Due retries and delayed items first (timer.c). */
+	blq__ring *due = atomic_load_explicit(&q->due, memory_order_acquire);
+
+	if (due != NULL && blq__ring_pop(due, out))
+		return true;
 
 	if (n == 1)
 		return blq__ring_pop(&q->rings[0], out);

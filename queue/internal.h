@@ -139,6 +139,10 @@ struct blq {
 	unsigned nrings;
 	blq__ring *rings;
 	size_t ring_cap;       /* the rings' capacity: cfg.capacity, or the QoS egress's */
+	/* The timer's due items (timer.c), taken before the rings': NULL until
+	 * the timer starts, and always with QoS (due items enter their
+	 * sub-queue). Set once, before the timer thread exists. */
+	_Atomic(blq__ring *) due;
 	struct blq__qos *qos;  /* priority sub-queues (qos/), or NULL */
 
 	/* Workers sleep on items_ec while every ring is empty; producers
@@ -197,7 +201,7 @@ struct blq {
 
 /* queue.c */
 uint64_t blq__fold_in(const blq *q);
-uint64_t blq__ring_items(const blq *q); /* in the rings (with QoS: the egress) */
+uint64_t blq__ring_items(const blq *q); /* in the rings (with QoS: the egress) and the due ring */
 /* Waiting and runnable: the rings plus QoS sub-queues, not the timer. What
  * the fill rate and the balancer count. */
 uint64_t blq__ready(const blq *q);

@@ -229,6 +229,9 @@ uint64_t blq__ring_items(const blq *q)
 
 	for (unsigned i = 0; i < q->nrings; i++)
 		n += blq__ring_size(&q->rings[i]);
+	const blq__ring *due = atomic_load_explicit(&q->due, memory_order_acquire);
+	if (due != NULL)
+		n += blq__ring_size(due); /* delivered by the timer, not yet taken */
 	return n;
 }
 

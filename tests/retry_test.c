@@ -413,24 +413,69 @@ Test(retry, delays_are_respected_per_config_and_per_job)
 	close_balanced(q);
 }
 
-/* The timer delivers due items in batches. When the rings fill partway
- * through one, the timer waits for room; the items it already pushed must
- * have woken a worker first, or the sleeping workers never make that room
- * (a lost wake-up that hung retry_stress about once in ten runs). */
+/* The timer delivers due items in batches. When its due ring and the
+ * rings fill partway through one, the timer waits for room; the items it
+ * already pushed must have woken a worker first, or the sleeping workers
+ * never make that room (a lost wake-up that hung retry_stress about once
+ * in ten runs). 1100 items: more than the due ring (1024) and the ring (4)
+ * hold. */
 Test(retry, a_batch_that_fills_the_ring_midway_still_wakes_the_workers)
 {
 	blq_config c = cfg(4, 1);
 	c.delay_interval_ns = 1 * SEC;
-	c.timer_capacity = 64;
+	c.timer_capacity = 2048;
 	blq *q = must_new(&c);
 
-	for (uint64_t i = 0; i < 40; i++)
+	for (uint64_t i = 0; i < 1100; i++)
 		cr_assert_eq(blq_enqueue(q, tu_item_new(i)), 0);
 	tu_sleep_us(50000); /* the worker is asleep on the empty ring by now */
-	advance(q, 1 * SEC); /* 40 items due at once into a ring of 4 */
-	cr_assert(TU_WAIT_FOR(stats(q).processed == 40, 5000), "processed %llu of 40",
+	advance(q, 1 * SEC); /* 1100 items due at once */
+	cr_assert(TU_WAIT_FOR(stats(q).processed == 1100, 5000), "processed %llu of 1100",
 		  (unsigned long long)stats(q).processed);
 	close_balanced(q);
+}
+
+static tu_gate due_gate;
+
+static int gated_rec_worker(void *ctx, void *payload, blq_task *t)
+{
+	tu_gate_pass(&due_gate);
+	return rec_worker(ctx, payload, t);
+}
+
+/* Due items wait in a ring of their own that the workers take from first:
+ * a due retry or delayed item neither fights the producers for room in a
+ * full queue nor waits behind it, and a leaky queue does not leak it for
+ * finding the queue full. */
+Test(retry, a_due_item_runs_ahead_of_a_full_queue_and_is_not_leaked)
+{
+	blq_discard d;
+	blq_discard_init(&d, tu_item_free);
+	tu_gate_init(&due_gate);
+	blq_config c = cfg(4, 1);
+	c.worker = gated_rec_worker;
+	c.dlq = blq_discard_enqueuer(&d); /* leaky */
+	blq *q = must_new(&c);
+
+	blq_job j = {.payload = tu_item_new(100), .delay_ns = 1 * SEC};
+	cr_assert_eq(blq_enqueue_job(q, &j), 0);
+	cr_assert_eq(blq_enqueue(q, tu_item_new(0)), 0);
+	cr_assert(TU_WAIT_FOR(atomic_load(&due_gate.waiting) == 1, 2000), "the worker holds 0");
+	for (uint64_t i = 1; i <= 4; i++)
+		cr_assert_eq(blq_enqueue(q, tu_item_new(i)), 0);
+	cr_expect_eq(stats(q).leaked, 0, "four fit the ring");
+	advance(q, 1 * SEC); /* 100 comes due, the ring is full */
+	cr_assert(TU_WAIT_FOR(stats(q).delayed == 0, 2000), "the timer delivered it");
+	struct blq_stats s = stats(q);
+	cr_expect_eq(s.leaked, 0, "a due item is not leaked for a full queue");
+	cr_expect_eq(s.size, 5, "four in the ring, one due");
+	tu_gate_open(&due_gate);
+	cr_assert(TU_WAIT_FOR(stats(q).processed == 6, 2000));
+	cr_expect_eq(R.id[0], 0);
+	cr_expect_eq(R.id[1], 100, "the due item runs next, ahead of the full ring");
+	cr_expect_eq(R.id[2], 1);
+	close_balanced(q);
+	tu_gate_destroy(&due_gate);
 }
 
 Test(retry, a_long_delay_at_the_head_holds_up_nothing)
