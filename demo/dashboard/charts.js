@@ -81,7 +81,9 @@
         item.append(swatch, name, s.valueEl);
         this.legend.append(item);
       }
-      this.el.append(cap, this.canvas, this.legend);
+      this.note = document.createElement('div');
+      this.note.className = 'chart-note';
+      this.el.append(cap, this.canvas, this.legend, this.note);
       parent.append(this.el);
       new ResizeObserver(() => this.draw()).observe(this.canvas);
     }
@@ -102,7 +104,13 @@
       this.draw();
     }
 
+    /* A line of text under the legend (e.g. totals); '' hides it. */
+    setNote(text) {
+      this.note.textContent = text;
+    }
+
     clear() {
+      this.setNote('');
       this.times = [];
       for (const s of this.series) {
         s.values = [];

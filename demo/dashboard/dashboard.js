@@ -194,6 +194,8 @@
     if (state.samples.length > 120) state.samples.shift();
 
     for (const id of ['size', 'fill', 'workers', 'producers', 'throughput', 'retries']) charts[id].push(s);
+    charts.retries.setNote('since start: ' + formatValue(s.retried) + ' retries, ' + formatValue(s.deadline) +
+      ' past their deadline, ' + formatValue(s.timed_out) + ' timed out');
     showOptional(st);
     if (st.qos) {
       const v = { t: s.t, egress: st.qos.egress.size };

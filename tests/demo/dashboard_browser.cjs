@@ -307,6 +307,27 @@ async function main() {
     await until('in-rate on demoQoS', async () => await chart('throughput', 'latest', 'in_rate') > 0, 8000);
     check(true, 'demoQoS shows a non-zero in-rate');
 
+    /* Retries and deadlines: a fifth of the attempts fail and retry after
+     * 1 ms; with allow_deadline some items run late and go to the DLQ. */
+    check((await api('/api/v1/init?key=flaky', JSON.stringify({ capacity: 10000, workers_min: 2,
+      workers_max: 2, worker_delay: 200000, producers_min: 4, producers_max: 4,
+      producer_delay: 2000000, fail_rate: 0.2, max_retries: 3, retry_interval_ns: 1000000,
+      backoff: 'exponential', allow_leak: true, allow_deadline: true }))).ok, 'init "flaky" from outside');
+    await until('"flaky" in the list', async () =>
+      await page.locator('#queue-select option[value="flaky"]').count() === 1, 8000);
+    await page.selectOption('#queue-select', 'flaky');
+    let retryRate = 0;
+    await until('retries on the chart', async () => {
+      retryRate = await chart('retries', 'latest', 'retry_rate');
+      return retryRate > 0;
+    }, 10000);
+    const note = await page.locator('#chart-retries .chart-note').textContent();
+    const totals = note.match(/since start: (\S+) retries, (\S+) past their deadline/);
+    check(retryRate > 0 && totals && totals[1] !== '0',
+      `the retries chart: ${Math.round(retryRate)}/s, "${note}"`);
+    check(totals && totals[2] !== '0' && await chart('retries', 'max', 'deadline_rate') > 0,
+      'and items past their deadline');
+
     /* A dump: its chart appears, the QoS chart goes. */
     await openInitForm();
     await page.selectOption('#preset-select', 'demo100k_dump');
