@@ -75,12 +75,17 @@ static bool spin_push(blq *q, const blq__item *it, enum blq__mode mode)
 
 bool blq__pop_any(blq *q, unsigned start, blq__item *out)
 {
-	unsigned n = q->nrings;
 	/* Due retries and delayed items first (timer.c). */
 	blq__ring *due = atomic_load_explicit(&q->due, memory_order_acquire);
 
 	if (due != NULL && blq__ring_pop(due, out))
 		return true;
+	return blq__pop_rings(q, start, out);
+}
+
+bool blq__pop_rings(blq *q, unsigned start, blq__item *out)
+{
+	unsigned n = q->nrings;
 
 	if (n == 1)
 		return blq__ring_pop(&q->rings[0], out);
@@ -162,8 +167,10 @@ static bool leak(blq *q, blq__cell *c, const blq__item *it)
 	if (q->cfg.leak_direction == BLQ_LEAK_FRONT) {
 		blq__item old;
 
+		/* The producers' rings only: a due item in the timer's ring
+		 * frees no room here (that ring is not where ours goes). */
 		for (unsigned a = 0; a < q->cfg.front_leak_attempts; a++) {
-			if (blq__pop_any(q, 0, &old))
+			if (blq__pop_rings(q, 0, &old))
 				blq__to_dlq(q, c, &old, &c->leaked_front, BLQ_LEAK_FRONT);
 			if (blq__push_any(q, it))
 				return true;

@@ -201,7 +201,8 @@ struct blq {
 
 /* queue.c */
 uint64_t blq__fold_in(const blq *q);
-uint64_t blq__ring_items(const blq *q); /* in the rings (with QoS: the egress) and the due ring */
+uint64_t blq__ring_items(const blq *q); /* in the rings (with QoS: the egress) */
+uint64_t blq__taken_items(const blq *q); /* those and the due ring's: what workers take from */
 /* Waiting and runnable: the rings plus QoS sub-queues, not the timer. What
  * the fill rate and the balancer count. */
 uint64_t blq__ready(const blq *q);
@@ -229,7 +230,8 @@ void blq__log(const blq *q, int level, const char *fmt, ...)
 /* enqueue.c */
 blq__cell *blq__producer_cell(blq *q);
 bool blq__push_any(blq *q, const blq__item *it);
-bool blq__pop_any(blq *q, unsigned start, blq__item *out);
+bool blq__pop_any(blq *q, unsigned start, blq__item *out); /* the due ring, then the rings */
+bool blq__pop_rings(blq *q, unsigned start, blq__item *out); /* the producers' rings only */
 int64_t blq__inflight(const blq *q); /* producers inside enqueue */
 /* How blq__place waits for room: a producer's blocking enqueue (gives up
  * on close), try-enqueue (never waits), or the timer thread (waits through

@@ -229,10 +229,15 @@ uint64_t blq__ring_items(const blq *q)
 
 	for (unsigned i = 0; i < q->nrings; i++)
 		n += blq__ring_size(&q->rings[i]);
-	const blq__ring *due = atomic_load_explicit(&q->due, memory_order_acquire);
-	if (due != NULL)
-		n += blq__ring_size(due); /* delivered by the timer, not yet taken */
 	return n;
+}
+
+uint64_t blq__taken_items(const blq *q)
+{
+	const blq__ring *due = atomic_load_explicit(&q->due, memory_order_acquire);
+
+	/* The due ring: delivered by the timer, not yet taken by a worker. */
+	return blq__ring_items(q) + (due != NULL ? blq__ring_size(due) : 0);
 }
 
 uint64_t blq__ready(const blq *q)
@@ -240,14 +245,14 @@ uint64_t blq__ready(const blq *q)
 	uint64_t staged = atomic_load_explicit(&q->staged, memory_order_relaxed);
 	uint64_t delayed = blq__timer_size(q);
 
-	return blq__ring_items(q) + (staged > delayed ? staged - delayed : 0);
+	return blq__taken_items(q) + (staged > delayed ? staged - delayed : 0);
 }
 
 size_t blq_size(const blq *q)
 {
 	if (q == NULL)
 		return 0;
-	return (size_t)(blq__ring_items(q) + atomic_load_explicit(&q->staged, memory_order_relaxed));
+	return (size_t)(blq__taken_items(q) + atomic_load_explicit(&q->staged, memory_order_relaxed));
 }
 
 size_t blq_capacity(const blq *q)

@@ -246,7 +246,7 @@ static bool next_item(blq *q, blq__worker *w, blq__item *it)
 		first = false;
 		/* Woken for one item while more wait: wake another worker,
 		 * or a burst waits on us alone (one wake per episode, ec.h). */
-		if (slept && blq__ring_items(q) > 0) {
+		if (slept && blq__taken_items(q) > 0) {
 			blq__ec_notify(&q->items_ec, 1);
 			slept = false;
 		}

@@ -485,6 +485,43 @@ Test(retry, a_due_item_runs_ahead_of_a_full_queue_and_is_not_leaked)
 	tu_gate_destroy(&due_gate);
 }
 
+/* A front leak makes room in the producers' rings, where the new item
+ * goes: the due items waiting in the timer's ring are not evicted for it
+ * (they free no room there). */
+Test(retry, a_front_leak_does_not_evict_due_items)
+{
+	blq_discard d;
+	blq_discard_init(&d, tu_item_free);
+	tu_gate_init(&due_gate);
+	blq_config c = cfg(4, 1);
+	c.worker = gated_rec_worker;
+	c.dlq = blq_discard_enqueuer(&d);
+	c.leak_direction = BLQ_LEAK_FRONT;
+	blq *q = must_new(&c);
+
+	for (uint64_t i = 0; i < 3; i++) {
+		blq_job j = {.payload = tu_item_new(100 + i), .delay_ns = 1 * SEC};
+		cr_assert_eq(blq_enqueue_job(q, &j), 0);
+	}
+	cr_assert_eq(blq_enqueue(q, tu_item_new(0)), 0);
+	cr_assert(TU_WAIT_FOR(atomic_load(&due_gate.waiting) == 1, 2000), "the worker holds 0");
+	for (uint64_t i = 1; i <= 4; i++)
+		cr_assert_eq(blq_enqueue(q, tu_item_new(i)), 0);
+	advance(q, 1 * SEC); /* three due items wait in the timer's ring */
+	cr_assert(TU_WAIT_FOR(stats(q).delayed == 0, 2000), "the timer delivered them");
+	cr_assert_eq(blq_enqueue(q, tu_item_new(5)), 0, "accepted: the oldest queued item leaks");
+	struct blq_stats s = stats(q);
+	cr_expect_eq(s.leaked_front, 1, "one item made room");
+	cr_expect_eq(s.leaked_rear, 0, "and the new one went in");
+	cr_expect_eq(s.size, 7, "three due, four in the ring");
+	tu_gate_open(&due_gate);
+	cr_assert(TU_WAIT_FOR(stats(q).processed == 8, 2000));
+	for (uint64_t id = 100; id < 103; id++)
+		cr_expect_eq(calls_of(id, NULL, NULL, 0), 1, "due item %llu ran", (unsigned long long)id);
+	close_balanced(q);
+	tu_gate_destroy(&due_gate);
+}
+
 Test(retry, a_long_delay_at_the_head_holds_up_nothing)
 {
 	blq_config c = cfg(1024, 2);
