@@ -450,6 +450,33 @@ static int gated_rec_worker(void *ctx, void *payload, blq_task *t)
 	return rec_worker(ctx, payload, t);
 }
 
+/* A leaky queue (capacity 4, one gated worker) whose worker holds item 0,
+ * whose ring is full with items 1-4, and whose timer has just delivered
+ * @ndue delayed items (ids 100...) into its due ring. */
+static blq *due_items_behind_a_full_ring(blq_discard *d, enum blq_leak_dir dir, unsigned ndue)
+{
+	blq_discard_init(d, tu_item_free);
+	tu_gate_init(&due_gate);
+	blq_config c = cfg(4, 1);
+	c.worker = gated_rec_worker;
+	c.dlq = blq_discard_enqueuer(d);
+	c.leak_direction = dir;
+	blq *q = must_new(&c);
+
+	for (uint64_t i = 0; i < ndue; i++) {
+		blq_job j = {.payload = tu_item_new(100 + i), .delay_ns = 1 * SEC};
+		cr_assert_eq(blq_enqueue_job(q, &j), 0);
+	}
+	cr_assert_eq(blq_enqueue(q, tu_item_new(0)), 0);
+	cr_assert(TU_WAIT_FOR(atomic_load(&due_gate.waiting) == 1, 2000), "the worker holds 0");
+	for (uint64_t i = 1; i <= 4; i++)
+		cr_assert_eq(blq_enqueue(q, tu_item_new(i)), 0);
+	cr_expect_eq(stats(q).leaked, 0, "four fit the ring");
+	advance(q, 1 * SEC); /* the delayed items come due, the ring is full */
+	cr_assert(TU_WAIT_FOR(stats(q).delayed == 0, 2000), "the timer delivered them");
+	return q;
+}
+
 /* Due items wait in a ring of their own that the workers take from first:
  * a due retry or delayed item neither fights the producers for room in a
  * full queue nor waits behind it, and a leaky queue does not leak it for
@@ -457,22 +484,8 @@ static int gated_rec_worker(void *ctx, void *payload, blq_task *t)
 Test(retry, a_due_item_runs_ahead_of_a_full_queue_and_is_not_leaked)
 {
 	blq_discard d;
-	blq_discard_init(&d, tu_item_free);
-	tu_gate_init(&due_gate);
-	blq_config c = cfg(4, 1);
-	c.worker = gated_rec_worker;
-	c.dlq = blq_discard_enqueuer(&d); /* leaky */
-	blq *q = must_new(&c);
+	blq *q = due_items_behind_a_full_ring(&d, BLQ_LEAK_REAR, 1);
 
-	blq_job j = {.payload = tu_item_new(100), .delay_ns = 1 * SEC};
-	cr_assert_eq(blq_enqueue_job(q, &j), 0);
-	cr_assert_eq(blq_enqueue(q, tu_item_new(0)), 0);
-	cr_assert(TU_WAIT_FOR(atomic_load(&due_gate.waiting) == 1, 2000), "the worker holds 0");
-	for (uint64_t i = 1; i <= 4; i++)
-		cr_assert_eq(blq_enqueue(q, tu_item_new(i)), 0);
-	cr_expect_eq(stats(q).leaked, 0, "four fit the ring");
-	advance(q, 1 * SEC); /* 100 comes due, the ring is full */
-	cr_assert(TU_WAIT_FOR(stats(q).delayed == 0, 2000), "the timer delivered it");
 	struct blq_stats s = stats(q);
 	cr_expect_eq(s.leaked, 0, "a due item is not leaked for a full queue");
 	cr_expect_eq(s.size, 5, "four in the ring, one due");
@@ -491,24 +504,8 @@ Test(retry, a_due_item_runs_ahead_of_a_full_queue_and_is_not_leaked)
 Test(retry, a_front_leak_does_not_evict_due_items)
 {
 	blq_discard d;
-	blq_discard_init(&d, tu_item_free);
-	tu_gate_init(&due_gate);
-	blq_config c = cfg(4, 1);
-	c.worker = gated_rec_worker;
-	c.dlq = blq_discard_enqueuer(&d);
-	c.leak_direction = BLQ_LEAK_FRONT;
-	blq *q = must_new(&c);
+	blq *q = due_items_behind_a_full_ring(&d, BLQ_LEAK_FRONT, 3);
 
-	for (uint64_t i = 0; i < 3; i++) {
-		blq_job j = {.payload = tu_item_new(100 + i), .delay_ns = 1 * SEC};
-		cr_assert_eq(blq_enqueue_job(q, &j), 0);
-	}
-	cr_assert_eq(blq_enqueue(q, tu_item_new(0)), 0);
-	cr_assert(TU_WAIT_FOR(atomic_load(&due_gate.waiting) == 1, 2000), "the worker holds 0");
-	for (uint64_t i = 1; i <= 4; i++)
-		cr_assert_eq(blq_enqueue(q, tu_item_new(i)), 0);
-	advance(q, 1 * SEC); /* three due items wait in the timer's ring */
-	cr_assert(TU_WAIT_FOR(stats(q).delayed == 0, 2000), "the timer delivered them");
 	cr_assert_eq(blq_enqueue(q, tu_item_new(5)), 0, "accepted: the oldest queued item leaks");
 	struct blq_stats s = stats(q);
 	cr_expect_eq(s.leaked_front, 1, "one item made room");
