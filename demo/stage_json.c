@@ -101,8 +101,8 @@ char *demo_stage_final_json(demo_stage *s, bool *balanced)
 static json_t *qos_json(const blq *q)
 {
 	unsigned n = blq_qos_subqs(q);
-	blq_qos_subq_stats st;
-	if (n == 0 || blq_qos_subq_info(q, BLQ_QOS_EGRESS, &st) != 0)
+	blq_qos_subq_stats egress, st;
+	if (n == 0 || blq_qos_subq_info(q, BLQ_QOS_EGRESS, &egress) != 0)
 		return json_null();
 	json_t *subqs = json_array();
 	for (unsigned i = 0; i < n; i++)
@@ -110,9 +110,8 @@ static json_t *qos_json(const blq *q)
 			json_array_append_new(subqs, json_pack("{s:s,s:I,s:I}", "name", st.name, "size",
 							       (json_int_t)st.size, "capacity",
 							       (json_int_t)st.capacity));
-	blq_qos_subq_info(q, BLQ_QOS_EGRESS, &st);
-	return json_pack("{s:{s:I,s:I},s:o}", "egress", "size", (json_int_t)st.size, "capacity",
-			 (json_int_t)st.capacity, "subqs", subqs);
+	return json_pack("{s:{s:I,s:I},s:o}", "egress", "size", (json_int_t)egress.size,
+			 "capacity", (json_int_t)egress.capacity, "subqs", subqs);
 }
 
 char *demo_stage_stats_json(demo_stage *s, bool stopping)
