@@ -132,6 +132,16 @@ static int init_sync(blq *q)
 	return 0;
 }
 
+/* The balancer's bounds, read under pool_mu: the heartbeat may be
+ * calibrating and writes them there. */
+static blq__bounds bounds_in_force(const blq *q)
+{
+	pthread_mutex_lock((pthread_mutex_t *)&q->pool_mu);
+	blq__bounds b = q->bounds;
+	pthread_mutex_unlock((pthread_mutex_t *)&q->pool_mu);
+	return b;
+}
+
 static void destroy(blq *q, bool sync_ready)
 {
 	for (unsigned i = 0; i < q->nrings; i++)
@@ -201,9 +211,7 @@ blq *blq_new(const blq_config *cfg, blq_error *err)
 		destroy(q, true);
 		return NULL;
 	}
-	pthread_mutex_lock(&q->pool_mu); /* the heartbeat may be calibrating */
-	blq__bounds b = q->bounds;
-	pthread_mutex_unlock(&q->pool_mu);
+	blq__bounds b = bounds_in_force(q);
 	const blq_metrics_writer *m = q->cfg.metrics;
 	if (m != NULL && m->worker_setup != NULL)
 		m->worker_setup(m->ctx, q->name, b.min, 0, q->nworkers - b.min);
@@ -318,9 +326,7 @@ int blq_stats(const blq *q, struct blq_stats *out)
 	out->threads_stopped = atomic_load_explicit(&q->stopped_threads, memory_order_relaxed);
 	out->throttled = atomic_load_explicit(&q->throttled, memory_order_relaxed) != 0;
 	out->paused = atomic_load_explicit(&q->paused, memory_order_relaxed) != 0;
-	pthread_mutex_lock((pthread_mutex_t *)&q->pool_mu); /* the heartbeat writes them */
-	blq__bounds b = q->bounds;
-	pthread_mutex_unlock((pthread_mutex_t *)&q->pool_mu);
+	blq__bounds b = bounds_in_force(q);
 	out->workers_min = b.min;
 	out->workers_max = b.max;
 	out->wakeup_factor = b.wakeup;
