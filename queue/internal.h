@@ -103,6 +103,8 @@ typedef struct blq__worker {
 	_Atomic uint64_t wait_since;
 	_Atomic uint64_t asleep_since;
 	blq__ec park; /* an asleep worker sleeps here */
+	/* Its retries' way into the timer (inbox.c); NULL until the first. */
+	_Atomic(struct blq__inbox *) inbox;
 	/* Below: under q->pool_mu. */
 	pthread_t thread;
 	bool joinable;    /* a thread was created and not yet joined */
@@ -171,7 +173,8 @@ struct blq {
 	 * only after pushing it into a ring, then notifies items_ec (and, when
 	 * closed, blq__wake_all). So a worker that sees closed, no producer in
 	 * flight and staged == 0 knows the rings hold all there will be.
-	 * Counted in blq_size. */
+	 * Counted in blq_size. Workers' retries count in their inboxes
+	 * instead (inbox.c); blq__staged reads both. */
 	alignas(BLQ__CACHELINE) _Atomic uint64_t staged;
 
 	/* Read on every enqueue and take: a line of their own, away from
@@ -275,7 +278,20 @@ int blq__timer_add(blq *q, const blq__item *it, uint64_t now, uint64_t delay,
 void blq__timer_kick(blq *q);  /* look at the clock now (tests, close) */
 void blq__timer_stop(blq *q);  /* stop and join the thread */
 void blq__timer_sweep(blq *q, blq__cell *c); /* force close: abandon what is left */
-size_t blq__timer_size(const blq *q); /* items it holds */
+size_t blq__timer_size(const blq *q); /* items it holds, inboxes included */
+
+/* inbox.c: a worker's retries into the timer without its mutex. */
+/* Parks a retry for `delay` (> 0) through w's inbox. False when the
+ * locked path must decide: no timer thread yet, no inbox memory, the
+ * inbox full, out of due order, or the timer at timer_capacity. */
+bool blq__inbox_add(blq *q, blq__worker *w, const blq__item *it, uint64_t now, uint64_t delay);
+/* Items staged outside the rings: q->staged and the inboxes' share. An
+ * over-count for a moment, never an under-count (inbox.c). */
+uint64_t blq__staged(const blq *q);
+/* n items that entered through `origin` (BLQ__TIMER_SHARED: through
+ * blq__timer_add) left the timer: call after they are in a ring. */
+void blq__inbox_settle(blq *q, uint32_t origin, uint64_t n);
+void blq__inbox_free_all(blq *q);
 
 /* worker.c */
 bool blq__is_own_worker(const blq *q);

@@ -148,6 +148,7 @@ static void destroy(blq *q, bool sync_ready)
 		blq__ring_destroy(&q->rings[i]);
 	free(q->rings);
 	free(q->cells);
+	blq__inbox_free_all(q);
 	free(q->workers);
 	blq_schedule_free(q->schedule);
 	blq__timer_destroy(q);
@@ -250,8 +251,10 @@ uint64_t blq__taken_items(const blq *q)
 
 uint64_t blq__ready(const blq *q)
 {
+	/* q->staged less the timer's share of it: no inbox walk (this is read
+	 * on the enqueue side of balanced queues). */
 	uint64_t staged = atomic_load_explicit(&q->staged, memory_order_relaxed);
-	uint64_t delayed = blq__timer_size(q);
+	uint64_t delayed = atomic_load_explicit(&q->timer.held_shared, memory_order_relaxed);
 
 	return blq__taken_items(q) + (staged > delayed ? staged - delayed : 0);
 }
@@ -260,7 +263,7 @@ size_t blq_size(const blq *q)
 {
 	if (q == NULL)
 		return 0;
-	return (size_t)(blq__taken_items(q) + atomic_load_explicit(&q->staged, memory_order_relaxed));
+	return (size_t)(blq__taken_items(q) + blq__staged(q));
 }
 
 size_t blq_capacity(const blq *q)

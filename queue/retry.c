@@ -55,7 +55,10 @@ bool blq__retry(blq *q, blq__worker *w, blq__item *it)
 	uint64_t d = delay_for(q, it);
 	it->prev_delay = d;
 	if (d > 0) {
-		if (blq__timer_add(q, it, blq__now(q), d, BLQ__TRY) == 0) {
+		uint64_t now = blq__now(q);
+
+		/* The worker's own inbox first: no lock (inbox.c). */
+		if (blq__inbox_add(q, w, it, now, d) || blq__timer_add(q, it, now, d, BLQ__TRY) == 0) {
 			retried(q, w, d);
 			return true;
 		}

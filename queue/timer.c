@@ -13,15 +13,21 @@
  *   sleeps through a delay or a backoff (the original makes the worker
  *   sleep, so one long per-job delay holds a worker, and with it the items
  *   behind it); an item in the timer is never in front of one that is due.
+ * - Workers' retries come in through each worker's inbox (inbox.c), a
+ *   lock-free ring the thread drains into the lane or heap each time it
+ *   wakes and before it sleeps; blq__timer_add (producers' delays, and
+ *   retries the inbox cannot take) takes the mutex.
  * - Lazy: the lane's and heap's memory and the thread come with the first
  *   item, so a queue that never delays or backs off has none of them. They
- *   grow by doubling, together holding at most timer_capacity items
- *   (default: the queue's capacity); beyond that the caller's rules apply
- *   (timer_add's mode).
- * - Accounting: an item counts in q->staged from the moment it enters the
- *   timer until the thread has pushed it into a ring (or leaked or abandoned
- *   it), so blq_size includes it and a graceful close waits for it: the
- *   workers do not exit while staged is non-zero (internal.h).
+ *   grow by doubling. `held` counts the items in the lane, the heap and the
+ *   inboxes, at most timer_capacity (default: the queue's capacity): each
+ *   add reserves its place there first; beyond that the caller's rules
+ *   apply (timer_add's mode).
+ * - Accounting: an item counts as staged (q->staged, or its inbox's
+ *   in - out) from the moment it enters the timer until the thread has
+ *   pushed it into a ring (or leaked or abandoned it), so blq_size includes
+ *   it and a graceful close waits for it: the workers do not exit while
+ *   anything is staged (internal.h, blq__staged).
  * - Due items go to a ring of their own (q->due, BLQ__TIMER_DUE_CAP),
  *   which the workers look at before the producers' rings: the thread then
  *   does not fight the producers for room in full rings (a third producer
@@ -40,19 +46,23 @@
  * - Close: graceful: the thread runs on until finish() stops it after the
  *   workers exited (the heap is empty by then). Force: the thread stops at
  *   once (an item in its hands is abandoned: DLQ or lost), and finish()
- *   sweeps the heap the same way after joining it.
+ *   sweeps the inboxes and the heap the same way after joining it.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "inbox.h"
 #include "internal.h"
 
 #define BLQ__TIMER_BATCH 64
+#define BLQ__TIMER_DRAIN_WAYS 16
+#define BLQ__TIMER_STUCK_POLL_NS 1000000ull
 #define BLQ__TIMER_DUE_CAP 1024
 #define BLQ__TIMER_OWN_CLOCK_POLL_NS 50000000ull
-#define BLQ__TIMER_SLACK_MAX_NS 200000ull
+
+static int insert(blq__timer *t, const blq__timed *e);
 
 static bool earlier(const blq__timed *a, const blq__timed *b)
 {
@@ -135,10 +145,11 @@ int blq__timer_init(blq *q)
 	if (q->cfg.timer_capacity == 0)
 		q->cfg.timer_capacity = q->cfg.capacity;
 	t->limit = q->cfg.timer_capacity;
-	/* Adaptive: workers adding retries and the thread popping due items
+	/* Adaptive: producers adding delays and the thread popping due items
 	 * hold it for a heap operation each; spinning briefly before sleeping
 	 * cut RETRY's context switches by a fifth and its W1 ratio from a
-	 * median 1.50x to 1.31x over ten alternating runs. */
+	 * median 1.50x to 1.31x over ten alternating runs (when the workers'
+	 * retries still took it; they now use their inboxes). */
 	pthread_mutexattr_t ma;
 	pthread_mutexattr_init(&ma);
 	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
@@ -187,6 +198,79 @@ static bool forced(const blq *q)
 	return atomic_load_explicit(&q->forced, memory_order_acquire) != 0;
 }
 
+/* `held` went down: wake the producers waiting for room (timer_add). A
+ * waiter raises room_waiters, then looks at `held`, both under mu, so
+ * either it sees the room or we see it waiting. */
+static void room_freed(blq__timer *t)
+{
+	if (atomic_load_explicit(&t->room_waiters, memory_order_seq_cst) > 0) {
+		pthread_mutex_lock(&t->mu);
+		pthread_cond_broadcast(&t->room);
+		pthread_mutex_unlock(&t->mu);
+	}
+}
+
+/* Moves the workers' inbox entries (inbox.c) into the lane or the heap,
+ * merged by due time (each inbox is in due order), so that the retries of
+ * several workers, interleaved in time, still join the lane in O(1).
+ * Caller holds t->mu. False when an entry found no memory: it stays in
+ * its inbox for the next look. */
+static bool drain_inboxes(blq *q)
+{
+	blq__timer *t = &q->timer;
+	struct {
+		blq__inbox *b;
+		uint64_t head, tail;
+	} way[BLQ__TIMER_DRAIN_WAYS];
+	unsigned i = 0;
+
+	while (i < q->nworkers) {
+		unsigned n = 0;
+
+		for (; i < q->nworkers && n < BLQ__TIMER_DRAIN_WAYS; i++) {
+			blq__inbox *b = atomic_load_explicit(&q->workers[i].inbox,
+							     memory_order_acquire);
+			if (b == NULL)
+				continue;
+			way[n].b = b;
+			way[n].head = atomic_load_explicit(&b->head, memory_order_relaxed);
+			way[n].tail = atomic_load_explicit(&b->tail, memory_order_acquire);
+			n += way[n].head != way[n].tail;
+		}
+		while (n > 0) {
+			unsigned m = 0;
+
+			for (unsigned j = 1; j < n; j++)
+				if (way[j].b->slot[way[j].head % BLQ__INBOX_CAP].due <
+				    way[m].b->slot[way[m].head % BLQ__INBOX_CAP].due)
+					m = j;
+			blq__timed e = way[m].b->slot[way[m].head % BLQ__INBOX_CAP];
+			e.order = t->order;
+			if (insert(t, &e) != 0)
+				return false;
+			t->order++;
+			/* The slot is copied: hand it back to the worker. */
+			atomic_store_explicit(&way[m].b->head, ++way[m].head, memory_order_release);
+			if (way[m].head == way[m].tail)
+				way[m] = way[--n];
+		}
+	}
+	return true;
+}
+
+/* Has an inbox an entry the last drain did not see? */
+static bool inboxes_pending(const blq *q)
+{
+	for (unsigned i = 0; i < q->nworkers; i++) {
+		const blq__inbox *b = atomic_load_explicit(&q->workers[i].inbox,
+							   memory_order_acquire);
+		if (b != NULL && atomic_load_explicit(&b->head, memory_order_relaxed) !=
+				     atomic_load_explicit(&b->tail, memory_order_acquire))
+			return true;
+	}
+	return false;
+}
+
 /* Moves one due item into a ring (or the DLQ). With QoS it enters its
  * sub-queue like a new item (leaking from it when full on a leaky queue);
  * when that is full on a queue that blocks, it goes to the egress instead:
@@ -218,17 +302,33 @@ static blq__ec *deliver(blq *q, blq__timed *e, uint64_t now)
 static void deliver_batch(blq *q, blq__timed *due, size_t k, uint64_t now)
 {
 	blq__ec *wake[2] = {NULL, NULL}; /* the rings', the egress threads' */
+	struct {
+		uint32_t origin;
+		uint64_t n;
+	} from[BLQ__TIMER_BATCH]; /* how many came in through each origin */
+	size_t nfrom = 0;
 
 	for (size_t i = 0; i < k; i++) {
 		blq__ec *ec = deliver(q, &due[i], now);
+		size_t j = 0;
 
 		if (ec != NULL)
 			wake[ec != &q->items_ec] = ec;
+		while (j < nfrom && from[j].origin != due[i].origin)
+			j++;
+		if (j == nfrom) {
+			from[j].origin = due[i].origin;
+			from[j].n = 0;
+			nfrom++;
+		}
+		from[j].n++;
 	}
-	/* seq_cst, after the pushes: a worker that reads staged == 0 on close
-	 * sees the items in the rings (internal.h). */
-	atomic_fetch_sub_explicit(&q->timer.held, k, memory_order_relaxed);
-	atomic_fetch_sub_explicit(&q->staged, k, memory_order_seq_cst);
+	/* After the pushes: a worker that reads no staged item on close sees
+	 * the items in the rings (internal.h, inbox.c). */
+	atomic_fetch_sub_explicit(&q->timer.held, k, memory_order_seq_cst);
+	for (size_t j = 0; j < nfrom; j++)
+		blq__inbox_settle(q, from[j].origin, from[j].n);
+	room_freed(&q->timer);
 	for (int i = 0; i < 2; i++)
 		if (wake[i] != NULL)
 			blq__ec_notify(wake[i], 1); /* a woken worker passes it on */
@@ -263,6 +363,7 @@ static void *timer_main(void *arg)
 	pthread_setname_np(pthread_self(), "blq-timer");
 	pthread_mutex_lock(&t->mu);
 	while (!t->stop && !forced(q)) {
+		bool drained = drain_inboxes(q);
 		uint64_t now = blq__now(q);
 		size_t k = 0;
 
@@ -270,27 +371,40 @@ static void *timer_main(void *arg)
 		while (k < BLQ__TIMER_BATCH && (first = earliest(t)) != NULL && first->due <= now)
 			pop_min(t, &due[k++]);
 		if (k > 0) {
-			if (t->room_waiters > 0)
-				pthread_cond_broadcast(&t->room);
 			pthread_mutex_unlock(&t->mu);
 			deliver_batch(q, due, k, now);
 			pthread_mutex_lock(&t->mu);
 			continue;
 		}
-		if ((first = earliest(t)) == NULL) {
+		/* Sleep a little past the head (blq__timer_slack): the items
+		 * queued just behind it come due in the same wake-up instead
+		 * of one each. Never early; a retry backing off 1 ms runs up
+		 * to 125 us late. Entries stuck in an inbox (no memory for
+		 * them here) are looked at again every millisecond. */
+		uint64_t until = UINT64_MAX;
+		if ((first = earliest(t)) != NULL)
+			until = blq__sat_add(first->due,
+					     blq__timer_slack(first->due > first->since
+								   ? first->due - first->since
+								   : 0));
+		if (!drained && blq__sat_add(now, BLQ__TIMER_STUCK_POLL_NS) < until)
+			until = blq__sat_add(now, BLQ__TIMER_STUCK_POLL_NS);
+		/* Announce the wake-up, then look at the inboxes a last time:
+		 * a worker publishes, then reads sleep_until (inbox.c). */
+		atomic_store_explicit(&t->sleep_until, until, memory_order_seq_cst);
+		atomic_thread_fence(memory_order_seq_cst);
+		if (drained && inboxes_pending(q)) {
+			atomic_store_explicit(&t->sleep_until, 0, memory_order_relaxed);
+			continue;
+		}
+		if (until == UINT64_MAX) {
 			pthread_cond_wait(&t->cond, &t->mu);
 		} else {
-			/* Sleep a little past the head (at most an eighth of its
-			 * own delay, and 200 us): the items queued just behind it
-			 * come due in the same wake-up instead of one each. Never
-			 * early; a retry backing off 1 ms runs up to 125 us late. */
-			uint64_t span = first->due > first->since ? first->due - first->since : 0;
-			uint64_t slack = span / 8 < BLQ__TIMER_SLACK_MAX_NS ? span / 8
-									    : BLQ__TIMER_SLACK_MAX_NS;
-			struct timespec ts = wake_at(q, blq__sat_add(first->due, slack), now);
+			struct timespec ts = wake_at(q, until, now);
 
 			pthread_cond_timedwait(&t->cond, &t->mu, &ts);
 		}
+		atomic_store_explicit(&t->sleep_until, 0, memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&t->mu);
 	return NULL;
@@ -392,8 +506,12 @@ int blq__timer_add(blq *q, const blq__item *it, uint64_t now, uint64_t delay,
 			return BLQ_ETHREAD;
 		}
 		t->started = true;
+		atomic_store_explicit(&t->open, true, memory_order_release);
 	}
-	while (t->n >= t->limit) {
+	/* Reserve our place in `held` (the workers' inboxes reserve theirs
+	 * without the lock), or wait for room: room_freed wakes us. */
+	while (atomic_fetch_add_explicit(&t->held, 1, memory_order_seq_cst) >= t->limit) {
+		atomic_fetch_sub_explicit(&t->held, 1, memory_order_seq_cst);
 		if (mode != BLQ__BLOCK) {
 			rc = BLQ_EFULL;
 			goto out;
@@ -402,22 +520,26 @@ int blq__timer_add(blq *q, const blq__item *it, uint64_t now, uint64_t delay,
 			rc = BLQ_ECLOSED;
 			goto out;
 		}
-		t->room_waiters++;
-		pthread_cond_wait(&t->room, &t->mu);
-		t->room_waiters--;
+		atomic_fetch_add_explicit(&t->room_waiters, 1, memory_order_seq_cst);
+		if (atomic_load_explicit(&t->held, memory_order_seq_cst) >= t->limit)
+			pthread_cond_wait(&t->room, &t->mu);
+		atomic_fetch_sub_explicit(&t->room_waiters, 1, memory_order_relaxed);
 	}
 	blq__timed e = {
 		.due = blq__sat_add(now, delay),
 		.order = t->order,
 		.since = now,
+		.origin = BLQ__TIMER_SHARED,
 		.item = *it,
 	};
-	if ((rc = insert(t, &e)) != 0)
+	if ((rc = insert(t, &e)) != 0) {
+		atomic_fetch_sub_explicit(&t->held, 1, memory_order_seq_cst);
 		goto out;
+	}
 	t->order++;
+	atomic_fetch_add_explicit(&t->held_shared, 1, memory_order_relaxed);
 	/* seq_cst, before the producer counts itself out (or the worker goes
 	 * back to look for items): see `staged` in internal.h. */
-	atomic_fetch_add_explicit(&t->held, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&q->staged, 1, memory_order_seq_cst);
 	if (earliest(t)->order == e.order)
 		pthread_cond_signal(&t->cond); /* a new earliest item */
@@ -448,10 +570,34 @@ void blq__timer_stop(blq *q)
 	bool started = t->started;
 	t->stop = true;
 	t->started = false;
+	atomic_store_explicit(&t->open, false, memory_order_release);
 	pthread_cond_broadcast(&t->cond);
 	pthread_mutex_unlock(&t->mu);
 	if (started)
 		pthread_join(t->thread, NULL);
+}
+
+/* Force close, with no memory in the heap for what the inboxes still
+ * hold: abandon it from where it is. Caller holds t->mu. */
+static uint64_t abandon_inboxes(blq *q, blq__cell *c)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < q->nworkers; i++) {
+		blq__inbox *b = atomic_load_explicit(&q->workers[i].inbox, memory_order_acquire);
+
+		if (b == NULL)
+			continue;
+		uint64_t head = atomic_load_explicit(&b->head, memory_order_relaxed);
+		uint64_t tail = atomic_load_explicit(&b->tail, memory_order_acquire);
+		for (; head != tail; head++, n++) {
+			blq__abandon(q, c, &b->slot[head % BLQ__INBOX_CAP].item);
+			atomic_fetch_sub_explicit(&q->timer.held, 1, memory_order_seq_cst);
+			blq__inbox_settle(q, i, 1);
+		}
+		atomic_store_explicit(&b->head, tail, memory_order_release);
+	}
+	return n;
 }
 
 void blq__timer_sweep(blq *q, blq__cell *c)
@@ -462,14 +608,17 @@ void blq__timer_sweep(blq *q, blq__cell *c)
 	if (!t->ready)
 		return;
 	pthread_mutex_lock(&t->mu);
+	/* The workers and the thread are joined: the inboxes hold still. */
+	if (!drain_inboxes(q))
+		n += abandon_inboxes(q, c);
 	while (t->n > 0) {
 		blq__timed e;
 
 		pop_min(t, &e);
 		pthread_mutex_unlock(&t->mu); /* the DLQ may take its time */
 		blq__abandon(q, c, &e.item);
-		atomic_fetch_sub_explicit(&t->held, 1, memory_order_relaxed);
-		atomic_fetch_sub_explicit(&q->staged, 1, memory_order_seq_cst);
+		atomic_fetch_sub_explicit(&t->held, 1, memory_order_seq_cst);
+		blq__inbox_settle(q, e.origin, 1);
 		n++;
 		pthread_mutex_lock(&t->mu);
 	}

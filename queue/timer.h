@@ -13,12 +13,24 @@
 
 #include "ring.h"
 
+/* Where a timed item came in: a worker's inbox (its index), or here. */
+#define BLQ__TIMER_SHARED UINT32_MAX
+
 typedef struct blq__timed {
 	uint64_t due;   /* on the queue's clock */
 	uint64_t order; /* insertion order: equal due times stay FIFO */
 	uint64_t since; /* when it entered the timer (metrics) */
+	uint32_t origin; /* BLQ__TIMER_SHARED, or the worker whose inbox */
 	blq__item item;
 } blq__timed;
+
+/* How late the thread may deliver an item that waits `span`: an eighth of
+ * it, at most 200 us, so items queued just behind the head come due in the
+ * same wake-up instead of one wake-up each. */
+static inline uint64_t blq__timer_slack(uint64_t span)
+{
+	return span / 8 < 200000u ? span / 8 : 200000u;
+}
 
 typedef struct blq__timer {
 	pthread_mutex_t mu;  /* guards everything below */
@@ -34,11 +46,22 @@ typedef struct blq__timer {
 	blq__timed *lane;
 	size_t lhead, ln, lcap;
 	size_t n, limit; /* held in both, timer_capacity */
-	/* n, readable without the lock, and counted like q->staged (of which
-	 * it is a part): raised at the add, lowered after the delivery. */
+	/* Items in the lane, the heap and the workers' inboxes: the count
+	 * timer_capacity bounds, and blq_stats' `delayed`. Reserved (an RMW
+	 * that is undone when it finds the limit) before an item enters, so
+	 * the inboxes' lock-free adds and the locked ones share one exact
+	 * bound; lowered after the delivery. */
 	_Atomic uint64_t held;
+	/* Of held, those added through blq__timer_add, so counted in
+	 * q->staged (blq__ready tells them from the QoS sub-queues'). */
+	_Atomic uint64_t held_shared;
 	uint64_t order;
-	unsigned room_waiters;
+	_Atomic unsigned room_waiters; /* raised under mu; read by deliverers */
+	/* When the thread sleeps until, on the queue's clock: UINT64_MAX with
+	 * nothing to wait for, 0 while awake (it drains the inboxes before
+	 * it sleeps again). An inbox add due before it wakes the thread. */
+	_Atomic uint64_t sleep_until;
+	_Atomic bool open; /* the thread runs: workers may use their inboxes */
 	bool started; /* the thread runs (started on the first item) */
 	bool stop;
 	bool ready; /* mu and the conds are initialised */

@@ -289,7 +289,7 @@ static bool next_item(blq *q, blq__worker *w, blq__item *it)
 		 * be; take it, or exit when empty. */
 		if (atomic_load_explicit(&q->closed, memory_order_seq_cst) &&
 		    blq__inflight(q) == 0 &&
-		    atomic_load_explicit(&q->staged, memory_order_seq_cst) == 0) {
+		    blq__staged(q) == 0) {
 			bool got = blq__pop_any(q, home, it);
 
 			blq__ec_cancel(&q->items_ec);

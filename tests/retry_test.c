@@ -796,6 +796,50 @@ Test(retry, a_retry_finding_the_timer_full_skips_its_backoff)
 	close_balanced(q);
 }
 
+/* Four workers retry at once: most retries enter the timer through the
+ * workers' own inboxes, without its lock (inbox.c). timer_capacity must
+ * still hold exactly, and every retry waits its full backoff. */
+Test(retry, retries_from_many_workers_keep_timer_capacity_and_their_time)
+{
+	for (int leaky = 0; leaky <= 1; leaky++) {
+		setup();
+		R.fail_ids = 300; /* ids 0..299 fail their first attempt */
+		R.fail_until = 1;
+		blq_discard d;
+		blq_discard_init(&d, tu_item_free);
+		blq_config c = cfg(1024, 4);
+		c.max_retries = 1;
+		c.retry_interval_ns = 1 * SEC;
+		c.timer_capacity = 100;
+		if (leaky)
+			c.dlq = blq_discard_enqueuer(&d);
+		blq *q = must_new(&c);
+
+		/* The first retry starts the timer's thread (the locked path). */
+		cr_assert_eq(blq_enqueue(q, tu_item_new(0)), 0);
+		cr_assert(TU_WAIT_FOR(stats(q).delayed == 1, 2000));
+		for (uint64_t i = 1; i < 400; i++)
+			cr_assert_eq(blq_enqueue(q, tu_item_new(i)), 0);
+		/* 100 retries wait; the other 200 found the timer full: run again
+		 * at once (blocking queue) or leaked as failed (leaky queue). */
+		cr_assert(TU_WAIT_FOR(stats(q).processed + stats(q).leaked_failed == 300, 5000));
+		tu_sleep_us(20000);
+		struct blq_stats s = stats(q);
+		cr_expect_eq(s.delayed, 100, "timer_capacity 100, leaky %d", leaky);
+		cr_expect_eq(s.size, 100);
+		cr_expect_eq(s.leaked_failed, leaky ? 200u : 0u);
+		cr_expect_eq(s.retried, leaky ? 100u : 300u);
+		advance(q, 1 * SEC - 1);
+		tu_sleep_us(20000);
+		cr_expect_eq(stats(q).processed, leaky ? 100u : 300u, "a retry ran early");
+		advance(q, 1);
+		cr_assert(TU_WAIT_FOR(stats(q).processed == (leaky ? 200u : 400u), 2000));
+		cr_expect_eq(stats(q).delayed, 0);
+		close_balanced(q);
+		cr_expect_eq(atomic_load(&tu_freed), 400);
+	}
+}
+
 /* ---- task timeouts and cancellation ------------------------------------ */
 
 static _Atomic int in_long; /* the long worker is running */

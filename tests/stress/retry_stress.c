@@ -249,7 +249,9 @@ static int run_round(unsigned round, uint64_t per)
 	c.retry_interval_ns = (rand_r(&seed) % 2) * 20 * US;
 	if (c.retry_interval_ns) {
 		c.backoff = BLQ_BACKOFF_EXPONENTIAL;
-		c.jitter = BLQ_JITTER_FULL;
+		/* Without jitter the retries stay in due order and take the
+		 * workers' inboxes; with it, many take the timer's lock. */
+		c.jitter = rand_r(&seed) % 2 ? BLQ_JITTER_FULL : BLQ_JITTER_NONE;
 	}
 	c.timer_capacity = rand_r(&seed) % 3 == 0 ? 8 : 0;
 	if (round % 3 != 2) {

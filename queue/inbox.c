@@ -1,0 +1,143 @@
+/*
+ * Retry inboxes: how a worker hands a retry to the timer without its mutex.
+ *
+ * Why
+ * - A retry that waits for its backoff used to take the timer's mutex and
+ *   raise two shared counters (the timer's count and q->staged): four
+ *   locked instructions on lines the other workers and the timer thread
+ *   write too, and a worker could sleep on the mutex while the timer
+ *   thread, holding it, was preempted. On RETRY (10% of W1's items fail
+ *   once) that path was the workers' largest cost after the task itself.
+ *
+ * Design
+ * - Each worker owns an inbox: a single-producer single-consumer ring of
+ *   timed entries (inbox.h), allocated at its first retry. The worker
+ *   writes an entry and publishes it with a release store; the timer
+ *   thread moves the entries into its lane or heap under its mutex when it
+ *   wakes (timer.c, drain), before it decides how long to sleep.
+ * - Capacity stays exact: the worker reserves its place in the timer's
+ *   count (`held`, one RMW, undone when it finds timer_capacity reached),
+ *   like the locked path does. A full inbox, a full timer, or an entry due
+ *   earlier than the inbox's last (a custom backoff, jitter) takes the
+ *   locked path instead, which decides exactly.
+ * - Waking the thread: it publishes when it will next wake (sleep_until)
+ *   before it looks at the inboxes a last time, and a worker publishes its
+ *   entry before it reads sleep_until, each with a full barrier between
+ *   (Dekker): either the thread sees the entry, or the worker sees that
+ *   the thread would wake too late for it and signals it. An entry due no
+ *   earlier than the thread's wake-up minus its own slack (the common case
+ *   of one backoff step) costs no system call.
+ * - Accounting: instead of q->staged, the items a worker put in are
+ *   counted in its inbox (`in`, a plain store on its own line) and, once
+ *   delivered or abandoned, in `out` (the timer's line). blq__staged adds
+ *   in - out of every inbox to q->staged, reading every `out` before any
+ *   `in` (as blq__inflight reads `left` before `entered`): it may count an
+ *   item twice for a moment, never miss one. The close protocol holds as
+ *   with q->staged: `out` is raised only after the item is in a ring.
+ * - Order: entries take their insertion order (ties on the due time) when
+ *   drained, not when added.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "inbox.h"
+#include "internal.h"
+
+static blq__inbox *own_inbox(blq__worker *w)
+{
+	blq__inbox *b = atomic_load_explicit(&w->inbox, memory_order_relaxed);
+
+	if (b == NULL) {
+		/* Once per worker slot, at its first retry with a delay. */
+		b = aligned_alloc(BLQ__CACHELINE, sizeof(*b));
+		if (b == NULL)
+			return NULL;
+		memset(b, 0, offsetof(blq__inbox, slot));
+		atomic_store_explicit(&w->inbox, b, memory_order_release);
+	}
+	return b;
+}
+
+/* Wakes the timer thread for an entry due before it would wake. */
+static void kick_if_late(blq *q, uint64_t due, uint64_t delay)
+{
+	blq__timer *t = &q->timer;
+
+	/* StoreLoad: our tail before its sleep_until (see the design). */
+	atomic_thread_fence(memory_order_seq_cst);
+	uint64_t wake = atomic_load_explicit(&t->sleep_until, memory_order_relaxed);
+	if (wake != 0 && blq__sat_add(due, blq__timer_slack(delay)) < wake) {
+		pthread_mutex_lock(&t->mu);
+		pthread_cond_signal(&t->cond);
+		pthread_mutex_unlock(&t->mu);
+	}
+}
+
+bool blq__inbox_add(blq *q, blq__worker *w, const blq__item *it, uint64_t now, uint64_t delay)
+{
+	blq__timer *t = &q->timer;
+
+	if (!atomic_load_explicit(&t->open, memory_order_acquire))
+		return false; /* no thread yet (the locked path starts it) */
+	blq__inbox *b = own_inbox(w);
+	if (b == NULL)
+		return false;
+	uint64_t due = blq__sat_add(now, delay);
+	uint64_t tail = atomic_load_explicit(&b->tail, memory_order_relaxed);
+	if (due < b->last_due ||
+	    tail - atomic_load_explicit(&b->head, memory_order_acquire) == BLQ__INBOX_CAP)
+		return false;
+	if (atomic_fetch_add_explicit(&t->held, 1, memory_order_relaxed) >= t->limit) {
+		atomic_fetch_sub_explicit(&t->held, 1, memory_order_relaxed);
+		return false;
+	}
+	b->slot[tail % BLQ__INBOX_CAP] = (blq__timed){
+		.due = due, .since = now, .origin = w->index, .item = *it};
+	/* Counted before it is published: whoever delivers it and raises
+	 * `out` has read our tail, and with it this. */
+	atomic_store_explicit(&b->in, atomic_load_explicit(&b->in, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	atomic_store_explicit(&b->tail, tail + 1, memory_order_release);
+	b->last_due = due;
+	kick_if_late(q, due, delay);
+	return true;
+}
+
+uint64_t blq__staged(const blq *q)
+{
+	uint64_t out = 0, in = 0;
+
+	for (unsigned i = 0; i < q->nworkers; i++) {
+		const blq__inbox *b = atomic_load_explicit(&q->workers[i].inbox,
+							   memory_order_acquire);
+		if (b != NULL)
+			out += atomic_load_explicit(&b->out, memory_order_seq_cst);
+	}
+	for (unsigned i = 0; i < q->nworkers; i++) {
+		const blq__inbox *b = atomic_load_explicit(&q->workers[i].inbox,
+							   memory_order_acquire);
+		if (b != NULL)
+			in += atomic_load_explicit(&b->in, memory_order_seq_cst);
+	}
+	return in - out + atomic_load_explicit(&q->staged, memory_order_seq_cst);
+}
+
+void blq__inbox_settle(blq *q, uint32_t origin, uint64_t n)
+{
+	if (origin == BLQ__TIMER_SHARED) {
+		atomic_fetch_sub_explicit(&q->timer.held_shared, n, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&q->staged, n, memory_order_seq_cst);
+		return;
+	}
+	blq__inbox *b = atomic_load_explicit(&q->workers[origin].inbox, memory_order_acquire);
+	/* One writer at a time (the timer thread, then the closer's sweep
+	 * after joining it), but an RMW keeps the seq_cst order with the
+	 * readers that a store alone would need a fence for. */
+	atomic_fetch_add_explicit(&b->out, n, memory_order_seq_cst);
+}
+
+void blq__inbox_free_all(blq *q)
+{
+	for (unsigned i = 0; q->workers != NULL && i < q->nworkers; i++)
+		free(atomic_exchange_explicit(&q->workers[i].inbox, NULL, memory_order_relaxed));
+}
