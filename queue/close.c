@@ -56,10 +56,13 @@ static void begin_close(blq *q, bool force)
 	/* Closing implies resuming: the drain needs the workers. */
 	atomic_store_explicit(&q->paused, 0, memory_order_seq_cst);
 	if (force) {
+		/* `forced` first: a worker that sees its token raised and
+		 * returns must find the queue forced, or it takes one more
+		 * item (it did, under TSan's slower stores). */
+		atomic_store_explicit(&q->forced, 1, memory_order_seq_cst);
 		for (unsigned i = 0; i < q->nworkers; i++)
 			atomic_store_explicit(&q->workers[i].task.cancelled, 1,
 					      memory_order_release);
-		atomic_store_explicit(&q->forced, 1, memory_order_seq_cst);
 		for (unsigned i = 0; i < q->nworkers; i++)
 			blq__ec_notify(&q->workers[i].park, 0);
 	} else if (q->balanced) {
