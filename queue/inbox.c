@@ -16,10 +16,12 @@
  *   thread moves the entries into its lane or heap under its mutex when it
  *   wakes (timer.c, drain), before it decides how long to sleep.
  * - Capacity stays exact: the worker reserves its place in the timer's
- *   count (`held`, one RMW, undone when it finds timer_capacity reached),
- *   like the locked path does. A full inbox, a full timer, or an entry due
- *   earlier than the inbox's last (a custom backoff, jitter) takes the
- *   locked path instead, which decides exactly.
+ *   count (`held`, a CAS that never takes it past timer_capacity), like
+ *   the locked path does. A full inbox or a full timer takes the locked
+ *   path instead, which decides (and starts the thread the first time).
+ * - Any due order: the drain merges the inboxes by their heads and puts
+ *   each entry in the lane or the heap as blq__timer_add would, so jitter
+ *   or a custom backoff costs heap operations, not correctness.
  * - Waking the thread: it publishes when it will next wake (sleep_until)
  *   before it looks at the inboxes a last time, and a worker publishes its
  *   entry before it reads sleep_until, each with a full barrier between
@@ -30,10 +32,12 @@
  * - Accounting: instead of q->staged, the items a worker put in are
  *   counted in its inbox (`in`, a plain store on its own line) and, once
  *   delivered or abandoned, in `out` (the timer's line). blq__staged adds
- *   in - out of every inbox to q->staged, reading every `out` before any
+ *   in - out of every inbox to q->staged, reading each `out` before its
  *   `in` (as blq__inflight reads `left` before `entered`): it may count an
  *   item twice for a moment, never miss one. The close protocol holds as
- *   with q->staged: `out` is raised only after the item is in a ring.
+ *   with q->staged: `out` is raised only after the item is in a ring. `in`
+ *   is raised before the reservation, so blq_stats never shows an item in
+ *   `delayed` that `size` lacks.
  * - Order: entries take their insertion order (ties on the due time) when
  *   drained, not when added.
  */
@@ -64,7 +68,7 @@ static void kick_if_late(blq *q, uint64_t due, uint64_t delay)
 	blq__timer *t = &q->timer;
 
 	/* StoreLoad: our tail before its sleep_until (see the design). */
-	atomic_thread_fence(memory_order_seq_cst);
+	blq__full_fence();
 	uint64_t wake = atomic_load_explicit(&t->sleep_until, memory_order_relaxed);
 	if (wake != 0 && blq__sat_add(due, blq__timer_slack(delay)) < wake) {
 		pthread_mutex_lock(&t->mu);
@@ -82,44 +86,43 @@ bool blq__inbox_add(blq *q, blq__worker *w, const blq__item *it, uint64_t now, u
 	blq__inbox *b = own_inbox(w);
 	if (b == NULL)
 		return false;
-	uint64_t due = blq__sat_add(now, delay);
 	uint64_t tail = atomic_load_explicit(&b->tail, memory_order_relaxed);
-	if (due < b->last_due ||
-	    tail - atomic_load_explicit(&b->head, memory_order_acquire) == BLQ__INBOX_CAP)
+	if (tail - atomic_load_explicit(&b->head, memory_order_acquire) == BLQ__INBOX_CAP)
 		return false;
-	if (atomic_fetch_add_explicit(&t->held, 1, memory_order_relaxed) >= t->limit) {
-		atomic_fetch_sub_explicit(&t->held, 1, memory_order_relaxed);
+	/* Staged before it shows in `held` (blq_stats: delayed <= size); we
+	 * are the only writer of `in`, so the undo is a store too. */
+	uint64_t in = atomic_load_explicit(&b->in, memory_order_relaxed);
+	atomic_store_explicit(&b->in, in + 1, memory_order_seq_cst);
+	if (!blq__timer_reserve(t)) {
+		atomic_store_explicit(&b->in, in, memory_order_seq_cst);
 		return false;
 	}
+	uint64_t due = blq__sat_add(now, delay);
 	b->slot[tail % BLQ__INBOX_CAP] = (blq__timed){
 		.due = due, .since = now, .origin = w->index, .item = *it};
-	/* Counted before it is published: whoever delivers it and raises
-	 * `out` has read our tail, and with it this. */
-	atomic_store_explicit(&b->in, atomic_load_explicit(&b->in, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
 	atomic_store_explicit(&b->tail, tail + 1, memory_order_release);
-	b->last_due = due;
 	kick_if_late(q, due, delay);
 	return true;
 }
 
 uint64_t blq__staged(const blq *q)
 {
-	uint64_t out = 0, in = 0;
+	uint64_t n = 0;
 
+	/* An item counts in one inbox's pair for its whole stay (or in
+	 * q->staged), so each pair is read on its own: `out` first. Then
+	 * q->staged, which a due item enters (QoS sub-queue) before it
+	 * leaves its inbox's count. */
 	for (unsigned i = 0; i < q->nworkers; i++) {
 		const blq__inbox *b = atomic_load_explicit(&q->workers[i].inbox,
 							   memory_order_acquire);
-		if (b != NULL)
-			out += atomic_load_explicit(&b->out, memory_order_seq_cst);
+		if (b != NULL) {
+			uint64_t out = atomic_load_explicit(&b->out, memory_order_seq_cst);
+
+			n += atomic_load_explicit(&b->in, memory_order_seq_cst) - out;
+		}
 	}
-	for (unsigned i = 0; i < q->nworkers; i++) {
-		const blq__inbox *b = atomic_load_explicit(&q->workers[i].inbox,
-							   memory_order_acquire);
-		if (b != NULL)
-			in += atomic_load_explicit(&b->in, memory_order_seq_cst);
-	}
-	return in - out + atomic_load_explicit(&q->staged, memory_order_seq_cst);
+	return n + atomic_load_explicit(&q->staged, memory_order_seq_cst);
 }
 
 void blq__inbox_settle(blq *q, uint32_t origin, uint64_t n)

@@ -21,7 +21,6 @@ typedef struct blq__inbox {
 	 * are staged (in the inbox, or in the timer after the drain). */
 	alignas(BLQ__CACHELINE) _Atomic uint64_t tail;
 	_Atomic uint64_t in;
-	uint64_t last_due; /* the worker's: entries stay in due order */
 	/* The timer's line. `out`: of `in`, delivered or abandoned. */
 	alignas(BLQ__CACHELINE) _Atomic uint64_t head;
 	_Atomic uint64_t out;

@@ -275,6 +275,9 @@ void blq__timer_destroy(blq *q);
  * grow. On 0 the item counts in q->staged. */
 int blq__timer_add(blq *q, const blq__item *it, uint64_t now, uint64_t delay,
 		   enum blq__mode mode);
+/* Takes a place in the timer's count unless timer_capacity is reached
+ * (never above it, even for a moment). Any thread. */
+bool blq__timer_reserve(blq__timer *t);
 void blq__timer_kick(blq *q);  /* look at the clock now (tests, close) */
 void blq__timer_stop(blq *q);  /* stop and join the thread */
 void blq__timer_sweep(blq *q, blq__cell *c); /* force close: abandon what is left */
@@ -283,7 +286,7 @@ size_t blq__timer_size(const blq *q); /* items it holds, inboxes included */
 /* inbox.c: a worker's retries into the timer without its mutex. */
 /* Parks a retry for `delay` (> 0) through w's inbox. False when the
  * locked path must decide: no timer thread yet, no inbox memory, the
- * inbox full, out of due order, or the timer at timer_capacity. */
+ * inbox full, or the timer at timer_capacity. */
 bool blq__inbox_add(blq *q, blq__worker *w, const blq__item *it, uint64_t now, uint64_t delay);
 /* Items staged outside the rings: q->staged and the inboxes' share. An
  * over-count for a moment, never an under-count (inbox.c). */

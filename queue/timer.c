@@ -198,21 +198,35 @@ static bool forced(const blq *q)
 	return atomic_load_explicit(&q->forced, memory_order_acquire) != 0;
 }
 
-/* `held` went down: wake the producers waiting for room (timer_add). A
- * waiter raises room_waiters, then looks at `held`, both under mu, so
- * either it sees the room or we see it waiting. */
-static void room_freed(blq__timer *t)
+bool blq__timer_reserve(blq__timer *t)
 {
-	if (atomic_load_explicit(&t->room_waiters, memory_order_seq_cst) > 0) {
-		pthread_mutex_lock(&t->mu);
+	uint64_t h = atomic_load_explicit(&t->held, memory_order_relaxed);
+
+	/* A CAS, not an add undone on failure: `held` never reads above the
+	 * limit, so a failed attempt cannot turn another one away. */
+	do {
+		if (h >= t->limit)
+			return false;
+	} while (!atomic_compare_exchange_weak_explicit(&t->held, &h, h + 1, memory_order_seq_cst,
+							 memory_order_relaxed));
+	return true;
+}
+
+/* `held` went down by n. Caller holds t->mu. A producer waiting for room
+ * (timer_add) raises room_waiters, then looks at `held`, both under mu,
+ * so it either sees the room or is woken here. */
+static void release(blq__timer *t, uint64_t n)
+{
+	atomic_fetch_sub_explicit(&t->held, n, memory_order_seq_cst);
+	if (atomic_load_explicit(&t->room_waiters, memory_order_relaxed) > 0)
 		pthread_cond_broadcast(&t->room);
-		pthread_mutex_unlock(&t->mu);
-	}
 }
 
 /* Moves the workers' inbox entries (inbox.c) into the lane or the heap,
- * merged by due time (each inbox is in due order), so that the retries of
- * several workers, interleaved in time, still join the lane in O(1).
+ * merged by their heads' due times (an inbox is in due order when its
+ * worker's retries wait one backoff step), so that the retries of several
+ * workers, interleaved in time, still join the lane in O(1); any other
+ * entry goes to the heap, as in blq__timer_add.
  * Caller holds t->mu. False when an entry found no memory: it stays in
  * its inbox for the next look. */
 static bool drain_inboxes(blq *q)
@@ -325,10 +339,8 @@ static void deliver_batch(blq *q, blq__timed *due, size_t k, uint64_t now)
 	}
 	/* After the pushes: a worker that reads no staged item on close sees
 	 * the items in the rings (internal.h, inbox.c). */
-	atomic_fetch_sub_explicit(&q->timer.held, k, memory_order_seq_cst);
 	for (size_t j = 0; j < nfrom; j++)
 		blq__inbox_settle(q, from[j].origin, from[j].n);
-	room_freed(&q->timer);
 	for (int i = 0; i < 2; i++)
 		if (wake[i] != NULL)
 			blq__ec_notify(wake[i], 1); /* a woken worker passes it on */
@@ -371,6 +383,9 @@ static void *timer_main(void *arg)
 		while (k < BLQ__TIMER_BATCH && (first = earliest(t)) != NULL && first->due <= now)
 			pop_min(t, &due[k++]);
 		if (k > 0) {
+			/* In our hands now: no longer `delayed`, and their room
+			 * is free (they stay staged until delivered). */
+			release(t, k);
 			pthread_mutex_unlock(&t->mu);
 			deliver_batch(q, due, k, now);
 			pthread_mutex_lock(&t->mu);
@@ -392,7 +407,7 @@ static void *timer_main(void *arg)
 		/* Announce the wake-up, then look at the inboxes a last time:
 		 * a worker publishes, then reads sleep_until (inbox.c). */
 		atomic_store_explicit(&t->sleep_until, until, memory_order_seq_cst);
-		atomic_thread_fence(memory_order_seq_cst);
+		blq__full_fence();
 		if (drained && inboxes_pending(q)) {
 			atomic_store_explicit(&t->sleep_until, 0, memory_order_relaxed);
 			continue;
@@ -508,10 +523,16 @@ int blq__timer_add(blq *q, const blq__item *it, uint64_t now, uint64_t delay,
 		t->started = true;
 		atomic_store_explicit(&t->open, true, memory_order_release);
 	}
-	/* Reserve our place in `held` (the workers' inboxes reserve theirs
-	 * without the lock), or wait for room: room_freed wakes us. */
-	while (atomic_fetch_add_explicit(&t->held, 1, memory_order_seq_cst) >= t->limit) {
-		atomic_fetch_sub_explicit(&t->held, 1, memory_order_seq_cst);
+	/* Staged before it shows in `held` (blq_stats: delayed <= size), then
+	 * our place in `held` (the workers' inboxes take theirs without the
+	 * lock), or wait for room: release() wakes us. seq_cst, before the
+	 * producer counts itself out (or the worker goes back to look for
+	 * items): see `staged` in internal.h. */
+	for (;;) {
+		atomic_fetch_add_explicit(&q->staged, 1, memory_order_seq_cst);
+		if (blq__timer_reserve(t))
+			break;
+		atomic_fetch_sub_explicit(&q->staged, 1, memory_order_seq_cst);
 		if (mode != BLQ__BLOCK) {
 			rc = BLQ_EFULL;
 			goto out;
@@ -533,14 +554,12 @@ int blq__timer_add(blq *q, const blq__item *it, uint64_t now, uint64_t delay,
 		.item = *it,
 	};
 	if ((rc = insert(t, &e)) != 0) {
-		atomic_fetch_sub_explicit(&t->held, 1, memory_order_seq_cst);
+		release(t, 1);
+		atomic_fetch_sub_explicit(&q->staged, 1, memory_order_seq_cst);
 		goto out;
 	}
 	t->order++;
 	atomic_fetch_add_explicit(&t->held_shared, 1, memory_order_relaxed);
-	/* seq_cst, before the producer counts itself out (or the worker goes
-	 * back to look for items): see `staged` in internal.h. */
-	atomic_fetch_add_explicit(&q->staged, 1, memory_order_seq_cst);
 	if (earliest(t)->order == e.order)
 		pthread_cond_signal(&t->cond); /* a new earliest item */
 out:
@@ -578,7 +597,8 @@ void blq__timer_stop(blq *q)
 }
 
 /* Force close, with no memory in the heap for what the inboxes still
- * hold: abandon it from where it is. Caller holds t->mu. */
+ * hold: abandon it from where it is. Caller holds t->mu (through the
+ * DLQ's calls too: a rare path, and after every join). */
 static uint64_t abandon_inboxes(blq *q, blq__cell *c)
 {
 	uint64_t n = 0;
@@ -592,7 +612,7 @@ static uint64_t abandon_inboxes(blq *q, blq__cell *c)
 		uint64_t tail = atomic_load_explicit(&b->tail, memory_order_acquire);
 		for (; head != tail; head++, n++) {
 			blq__abandon(q, c, &b->slot[head % BLQ__INBOX_CAP].item);
-			atomic_fetch_sub_explicit(&q->timer.held, 1, memory_order_seq_cst);
+			release(&q->timer, 1);
 			blq__inbox_settle(q, i, 1);
 		}
 		atomic_store_explicit(&b->head, tail, memory_order_release);
@@ -615,9 +635,9 @@ void blq__timer_sweep(blq *q, blq__cell *c)
 		blq__timed e;
 
 		pop_min(t, &e);
+		release(t, 1);
 		pthread_mutex_unlock(&t->mu); /* the DLQ may take its time */
 		blq__abandon(q, c, &e.item);
-		atomic_fetch_sub_explicit(&t->held, 1, memory_order_seq_cst);
 		blq__inbox_settle(q, e.origin, 1);
 		n++;
 		pthread_mutex_lock(&t->mu);

@@ -249,8 +249,8 @@ static int run_round(unsigned round, uint64_t per)
 	c.retry_interval_ns = (rand_r(&seed) % 2) * 20 * US;
 	if (c.retry_interval_ns) {
 		c.backoff = BLQ_BACKOFF_EXPONENTIAL;
-		/* Without jitter the retries stay in due order and take the
-		 * workers' inboxes; with it, many take the timer's lock. */
+		/* Without jitter a worker's inbox is mostly in due order (the
+		 * lane); with it, its entries go to the heap. */
 		c.jitter = rand_r(&seed) % 2 ? BLQ_JITTER_FULL : BLQ_JITTER_NONE;
 	}
 	c.timer_capacity = rand_r(&seed) % 3 == 0 ? 8 : 0;
@@ -278,8 +278,24 @@ static int run_round(unsigned round, uint64_t per)
 		for (unsigned i = 0; i < PRODUCERS; i++)
 			pthread_join(t[i], NULL);
 	} else {
-		struct timespec ts = {0, (long)(rand_r(&seed) % 30) * 1000000L};
-		nanosleep(&ts, NULL);
+		/* While the producers run: the timer never holds more than its
+		 * capacity (reservations never overshoot, inbox.c). */
+		size_t limit = c.timer_capacity;
+		unsigned looks = rand_r(&seed) % 30 * 5; /* 200 us each */
+		for (unsigned i = 0; i < looks; i++) {
+			struct blq_stats now;
+			struct timespec ts = {0, 200000L};
+
+			blq_stats(r->q, &now);
+			if (now.delayed > (limit != 0 ? limit : now.capacity)) {
+				fprintf(stderr, "retry_stress: round %u: delayed %" PRIu64
+						" above the timer's capacity %zu\n",
+					round, now.delayed, limit != 0 ? limit : now.capacity);
+				atomic_fetch_add(&r->errors, 1);
+				break;
+			}
+			nanosleep(&ts, NULL);
+		}
 	}
 	alarm_round = round;
 	alarm(40);
