@@ -89,12 +89,13 @@ bool blq__inbox_add(blq *q, blq__worker *w, const blq__item *it, uint64_t now, u
 	uint64_t tail = atomic_load_explicit(&b->tail, memory_order_relaxed);
 	if (tail - atomic_load_explicit(&b->head, memory_order_acquire) == BLQ__INBOX_CAP)
 		return false;
-	/* Staged before it shows in `held` (blq_stats: delayed <= size); we
+	/* Staged before it shows in `held` (blq_stats: delayed <= size): the
+	 * reservation's CAS is a release, so this store stays before it. We
 	 * are the only writer of `in`, so the undo is a store too. */
 	uint64_t in = atomic_load_explicit(&b->in, memory_order_relaxed);
-	atomic_store_explicit(&b->in, in + 1, memory_order_seq_cst);
+	atomic_store_explicit(&b->in, in + 1, memory_order_relaxed);
 	if (!blq__timer_reserve(t)) {
-		atomic_store_explicit(&b->in, in, memory_order_seq_cst);
+		atomic_store_explicit(&b->in, in, memory_order_relaxed);
 		return false;
 	}
 	uint64_t due = blq__sat_add(now, delay);
