@@ -212,13 +212,13 @@ bool blq__timer_reserve(blq__timer *t)
 	return true;
 }
 
-/* `held` went down by n. Caller holds t->mu. A producer waiting for room
- * (timer_add) raises room_waiters, then looks at `held`, both under mu,
- * so it either sees the room or is woken here. */
+/* `held` goes down by n, and producers waiting for room (timer_add) are
+ * woken. Caller holds t->mu: `held` goes down nowhere else, so a waiter
+ * that found no room under mu cannot miss this. */
 static void release(blq__timer *t, uint64_t n)
 {
 	atomic_fetch_sub_explicit(&t->held, n, memory_order_seq_cst);
-	if (atomic_load_explicit(&t->room_waiters, memory_order_relaxed) > 0)
+	if (t->room_waiters > 0)
 		pthread_cond_broadcast(&t->room);
 }
 
@@ -541,10 +541,11 @@ int blq__timer_add(blq *q, const blq__item *it, uint64_t now, uint64_t delay,
 			rc = BLQ_ECLOSED;
 			goto out;
 		}
-		atomic_fetch_add_explicit(&t->room_waiters, 1, memory_order_seq_cst);
-		if (atomic_load_explicit(&t->held, memory_order_seq_cst) >= t->limit)
-			pthread_cond_wait(&t->room, &t->mu);
-		atomic_fetch_sub_explicit(&t->room_waiters, 1, memory_order_relaxed);
+		/* `held` goes down only under mu (release()): no missed
+		 * wake-up between the reservation and the wait. */
+		t->room_waiters++;
+		pthread_cond_wait(&t->room, &t->mu);
+		t->room_waiters--;
 	}
 	blq__timed e = {
 		.due = blq__sat_add(now, delay),

@@ -47,16 +47,16 @@ typedef struct blq__timer {
 	size_t lhead, ln, lcap;
 	size_t n, limit; /* held in both, timer_capacity */
 	/* Items in the lane, the heap and the workers' inboxes: the count
-	 * timer_capacity bounds, and blq_stats' `delayed`. Reserved (an RMW
-	 * that is undone when it finds the limit) before an item enters, so
-	 * the inboxes' lock-free adds and the locked ones share one exact
-	 * bound; lowered after the delivery. */
+	 * timer_capacity bounds, and blq_stats' `delayed`. Reserved with a
+	 * CAS (blq__timer_reserve) before an item enters, so the inboxes'
+	 * lock-free adds and the locked ones share one exact bound; lowered
+	 * under mu when the thread takes a batch (or the sweep an item). */
 	_Atomic uint64_t held;
 	/* Of held, those added through blq__timer_add, so counted in
 	 * q->staged (blq__ready tells them from the QoS sub-queues'). */
 	_Atomic uint64_t held_shared;
 	uint64_t order;
-	_Atomic unsigned room_waiters; /* raised under mu; read by deliverers */
+	unsigned room_waiters; /* producers waiting for room in `held` */
 	/* When the thread sleeps until, on the queue's clock: UINT64_MAX with
 	 * nothing to wait for, 0 while awake (it drains the inboxes before
 	 * it sleeps again). An inbox add due before it wakes the thread. */
