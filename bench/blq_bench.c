@@ -369,6 +369,17 @@ static int paired_ratio(const char *name, const bench_shape *s, const blq_config
 	return 0;
 }
 
+/* W1-SELF: plain W1 paired with itself, the control for the paired
+ * ratios: how far this machine moves a ratio whose true value is 1. */
+static int w1_self(size_t items, unsigned rounds)
+{
+	bench_shape s = {.producers = 2, .workers = 2, .items = items ? items : 2000000,
+			 .capacity = 1024, .task = tiny_task};
+	blq_config plain = {.name = "bench"};
+
+	return paired_ratio("W1-SELF", &s, &plain, &plain, rounds);
+}
+
 /* RETRY: every tenth payload fails its first attempt. */
 static int fail_tenth_once(void *ctx, void *payload, blq_task *t)
 {
@@ -444,6 +455,8 @@ static void usage(FILE *f)
 		"  IDLE-BALANCED  CPU of an idle balanced queue over 5 s (getrusage)\n"
 		"  W1-PROM  W1 with the Prometheus writer attached, back to back with\n"
 		"       plain W1 per round; w1_ratio = median of the round ratios\n"
+		"  W1-SELF  W1 paired with itself: the noise of the paired ratios\n"
+		"       on this machine (a true ratio of 1)\n"
 		"  RETRY  W1 where 10%% of the items fail once and retry after a 1 ms\n"
 		"       exponential backoff (timer_capacity 65536), paired with W1\n"
 		"  W1-QOS   W1 through a QoS queue (3 WRR sub-queues of 320, egress 64,\n"
@@ -467,7 +480,8 @@ static void usage(FILE *f)
 		"Output: BENCH <workload> <system> ns_per_item=.. items_per_s=..\n"
 		"        allocs_per_item=.. [p50_us=.. p90_us=.. p99_us=.. p999_us=..]\n"
 		"        [wall_s=..] [blq_ratio=..] rounds=..\n"
-		"        W2-VS-W1, W1-PROM, W1-QOS and RETRY add w1_ns_per_item=.. w1_ratio=..\n"
+		"        W2-VS-W1, W1-PROM, W1-QOS, W1-SELF and RETRY add w1_ns_per_item=..\n"
+		"        w1_ratio=..\n"
 		"        IDLE-*: BENCH IDLE-.. blq cpu_pct=.. (percent of one core)\n");
 }
 
@@ -483,8 +497,9 @@ int main(int argc, char **argv)
 	};
 	static const char *const names[] = {"W1",	"W2",	  "W3",	      "W4",
 					    "IDLE-BALANCED", "W1-PROM", "W1-QOS", "IDLE-QOS",
-					    "RETRY",	"DUMP-FS", "DUMP-REDIS"};
-	enum { W1, W2, W3, W4, IDLE, W1PROM, W1QOS, IDLEQOS, RETRY, DUMPFS, DUMPREDIS, NWL };
+					    "RETRY",	"DUMP-FS", "DUMP-REDIS", "W1-SELF"};
+	enum { W1, W2, W3, W4, IDLE, W1PROM, W1QOS, IDLEQOS, RETRY, DUMPFS, DUMPREDIS, W1SELF,
+	       NWL };
 	char redis_host[256] = "";
 	int redis_port = 0;
 	bool compare = false, want[NWL] = {false};
@@ -607,6 +622,8 @@ int main(int argc, char **argv)
 	if (want[W1QOS] && w1_qos(items, rounds) != 0)
 		return 1;
 	if (want[IDLEQOS] && idle_qos() != 0)
+		return 1;
+	if (want[W1SELF] && w1_self(items, rounds) != 0)
 		return 1;
 	if (want[RETRY] && retry_workload(items, rounds) != 0)
 		return 1;
