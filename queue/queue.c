@@ -96,10 +96,12 @@ static int alloc_workers(blq *q)
 		q->nworkers = blq_schedule_workers_max(q->schedule);
 	q->ncells = q->nworkers + BLQ__PRODUCER_CELLS + 1;
 	q->cells = aligned_alloc(BLQ__CACHELINE, sizeof(blq__cell) * q->ncells);
-	q->workers = calloc(q->nworkers, sizeof(blq__worker));
+	/* Aligned like its type (a cache line each): calloc gives 16 bytes. */
+	q->workers = aligned_alloc(BLQ__CACHELINE, sizeof(blq__worker) * q->nworkers);
 	if (q->cells == NULL || q->workers == NULL)
 		return BLQ_ENOMEM;
 	memset(q->cells, 0, sizeof(blq__cell) * q->ncells);
+	memset(q->workers, 0, sizeof(blq__worker) * q->nworkers);
 	for (unsigned i = 0; i < q->nworkers; i++) {
 		blq__worker *w = &q->workers[i];
 
