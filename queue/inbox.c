@@ -115,8 +115,7 @@ uint64_t blq__staged(const blq *q)
 	 * q->staged, which a due item enters (QoS sub-queue) before it
 	 * leaves its inbox's count. */
 	for (unsigned i = 0; i < q->nworkers; i++) {
-		const blq__inbox *b = atomic_load_explicit(&q->workers[i].inbox,
-							   memory_order_acquire);
+		const blq__inbox *b = blq__inbox_at(q, i);
 		if (b != NULL) {
 			uint64_t out = atomic_load_explicit(&b->out, memory_order_seq_cst);
 
@@ -133,7 +132,7 @@ void blq__inbox_settle(blq *q, uint32_t origin, uint64_t n)
 		atomic_fetch_sub_explicit(&q->staged, n, memory_order_seq_cst);
 		return;
 	}
-	blq__inbox *b = atomic_load_explicit(&q->workers[origin].inbox, memory_order_acquire);
+	blq__inbox *b = blq__inbox_at(q, origin);
 	/* One writer at a time (the timer thread, then the closer's sweep
 	 * after joining it), but an RMW keeps the seq_cst order with the
 	 * readers that a store alone would need a fence for. */

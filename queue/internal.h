@@ -202,6 +202,12 @@ struct blq {
 	bool finishing;           /* someone is joining and sweeping; under mu */
 };
 
+/* Worker i's retry inbox (inbox.c), or NULL before its first retry. */
+static inline struct blq__inbox *blq__inbox_at(const blq *q, unsigned i)
+{
+	return atomic_load_explicit(&q->workers[i].inbox, memory_order_acquire);
+}
+
 /* queue.c */
 uint64_t blq__fold_in(const blq *q);
 uint64_t blq__ring_items(const blq *q); /* in the rings (with QoS: the egress) */

@@ -242,8 +242,7 @@ static bool drain_inboxes(blq *q)
 		unsigned n = 0;
 
 		for (; i < q->nworkers && n < BLQ__TIMER_DRAIN_WAYS; i++) {
-			blq__inbox *b = atomic_load_explicit(&q->workers[i].inbox,
-							     memory_order_acquire);
+			blq__inbox *b = blq__inbox_at(q, i);
 			if (b == NULL)
 				continue;
 			way[n].b = b;
@@ -276,8 +275,7 @@ static bool drain_inboxes(blq *q)
 static bool inboxes_pending(const blq *q)
 {
 	for (unsigned i = 0; i < q->nworkers; i++) {
-		const blq__inbox *b = atomic_load_explicit(&q->workers[i].inbox,
-							   memory_order_acquire);
+		const blq__inbox *b = blq__inbox_at(q, i);
 		if (b != NULL && atomic_load_explicit(&b->head, memory_order_relaxed) !=
 				     atomic_load_explicit(&b->tail, memory_order_acquire))
 			return true;
@@ -507,7 +505,7 @@ int blq__timer_add(blq *q, const blq__item *it, uint64_t now, uint64_t delay,
 		pthread_mutex_unlock(&t->mu);
 		return BLQ_ECLOSED;
 	}
-	if (!t->started) {
+	if (!atomic_load_explicit(&t->open, memory_order_relaxed)) {
 		/* The due ring first (the thread pushes into it); without one
 		 * (no memory) due items go to the rings as before. */
 		if (q->qos == NULL && atomic_load_explicit(&q->due, memory_order_relaxed) == NULL)
@@ -520,7 +518,6 @@ int blq__timer_add(blq *q, const blq__item *it, uint64_t now, uint64_t delay,
 				 q->name, e);
 			return BLQ_ETHREAD;
 		}
-		t->started = true;
 		atomic_store_explicit(&t->open, true, memory_order_release);
 	}
 	/* Staged before it shows in `held` (blq_stats: delayed <= size), then
@@ -587,10 +584,8 @@ void blq__timer_stop(blq *q)
 	if (!t->ready)
 		return;
 	pthread_mutex_lock(&t->mu);
-	bool started = t->started;
+	bool started = atomic_exchange_explicit(&t->open, false, memory_order_acq_rel);
 	t->stop = true;
-	t->started = false;
-	atomic_store_explicit(&t->open, false, memory_order_release);
 	pthread_cond_broadcast(&t->cond);
 	pthread_mutex_unlock(&t->mu);
 	if (started)
@@ -605,7 +600,7 @@ static uint64_t abandon_inboxes(blq *q, blq__cell *c)
 	uint64_t n = 0;
 
 	for (unsigned i = 0; i < q->nworkers; i++) {
-		blq__inbox *b = atomic_load_explicit(&q->workers[i].inbox, memory_order_acquire);
+		blq__inbox *b = blq__inbox_at(q, i);
 
 		if (b == NULL)
 			continue;

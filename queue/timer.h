@@ -61,8 +61,9 @@ typedef struct blq__timer {
 	 * nothing to wait for, 0 while awake (it drains the inboxes before
 	 * it sleeps again). An inbox add due before it wakes the thread. */
 	_Atomic uint64_t sleep_until;
-	_Atomic bool open; /* the thread runs: workers may use their inboxes */
-	bool started; /* the thread runs (started on the first item) */
+	/* The thread runs (started on the first item, until stop): written
+	 * under mu; workers read it without, to use their inboxes. */
+	_Atomic bool open;
 	bool stop;
 	bool ready; /* mu and the conds are initialised */
 	pthread_t thread;
