@@ -62,7 +62,8 @@ static blq__inbox *own_inbox(blq__worker *w)
 	return b;
 }
 
-/* Wakes the timer thread for an entry due before it would wake. */
+/* Wakes the timer thread for an entry due before it would wake, less
+ * the slack it would allow this entry (blq__timer_wake_slack). */
 static void kick_if_late(blq *q, uint64_t due, uint64_t delay)
 {
 	blq__timer *t = &q->timer;
@@ -70,7 +71,7 @@ static void kick_if_late(blq *q, uint64_t due, uint64_t delay)
 	/* StoreLoad: our tail before its sleep_until (see the design). */
 	blq__full_fence();
 	uint64_t wake = atomic_load_explicit(&t->sleep_until, memory_order_relaxed);
-	if (wake != 0 && blq__sat_add(due, blq__timer_slack(delay)) < wake) {
+	if (wake != 0 && blq__sat_add(due, blq__timer_wake_slack(t, delay)) < wake) {
 		pthread_mutex_lock(&t->mu);
 		pthread_cond_signal(&t->cond);
 		pthread_mutex_unlock(&t->mu);

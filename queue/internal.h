@@ -285,6 +285,10 @@ int blq__timer_add(blq *q, const blq__item *it, uint64_t now, uint64_t delay,
  * (never above it, even for a moment). Any thread. */
 bool blq__timer_reserve(blq__timer *t);
 void blq__timer_kick(blq *q);  /* look at the clock now (tests, close) */
+/* A worker that retried with a delay, at `now` (its clock read for it):
+ * when the timer's head is past due, moves the due items into the due
+ * ring itself, if the timer's mutex is free (timer.c). Never waits. */
+void blq__timer_assist(blq *q, uint64_t now);
 void blq__timer_stop(blq *q);  /* stop and join the thread */
 void blq__timer_sweep(blq *q, blq__cell *c); /* force close: abandon what is left */
 size_t blq__timer_size(const blq *q); /* items it holds, inboxes included */

@@ -60,6 +60,9 @@ bool blq__retry(blq *q, blq__worker *w, blq__item *it)
 		/* The worker's own inbox first: no lock (inbox.c). */
 		if (blq__inbox_add(q, w, it, now, d) || blq__timer_add(q, it, now, d, BLQ__TRY) == 0) {
 			retried(q, w, d);
+			/* The clock is read: serve the timer's due items,
+			 * if its head is past due (timer.c). */
+			blq__timer_assist(q, now);
 			return true;
 		}
 		if (q->leaky) {

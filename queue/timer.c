@@ -17,6 +17,16 @@
  *   lock-free ring the thread drains into the lane or heap each time it
  *   wakes and before it sleeps; blq__timer_add (producers' delays, and
  *   retries the inbox cannot take) takes the mutex.
+ * - Workers serve too (blq__timer_assist): a worker that has just read the
+ *   clock for a retry and finds the head a quarter of its slack past due
+ *   takes the mutex if it is free and moves the due items into the due
+ *   ring itself. Under a stream of retries the items then come due within
+ *   that quarter, and the thread, finding at its wake-up that the workers
+ *   served what came due and nothing is late past its slack, sleeps
+ *   BLQ__TIMER_RELAXED times its slack past the head (and back to one
+ *   slack at the first late item): a fallback for when the retries stop.
+ *   Its wake-ups, each a timer interrupt and a preempted worker or
+ *   producer on a busy machine, were half of what a retry cost RETRY.
  * - Lazy: the lane's and heap's memory and the thread come with the first
  *   item, so a queue that never delays or backs off has none of them. They
  *   grow by doubling. `held` counts the items in the lane, the heap and the
@@ -119,15 +129,18 @@ static const blq__timed *earliest(const blq__timer *t)
 	return l;
 }
 
-/* Takes the earliest entry (there is one). Caller holds t->mu. */
+/* Takes the earliest entry (there is one) into *out, or drops it when
+ * out is NULL. Caller holds t->mu. */
 static void pop_min(blq__timer *t, blq__timed *out)
 {
 	if (t->ln > 0 && earliest(t) == lane_at(t, 0)) {
-		*out = *lane_at(t, 0);
+		if (out != NULL)
+			*out = *lane_at(t, 0);
 		t->lhead = (t->lhead + 1) % t->lcap;
 		t->ln--;
 	} else {
-		*out = t->heap[0];
+		if (out != NULL)
+			*out = t->heap[0];
 		t->hn--;
 		if (t->hn > 0) {
 			t->heap[0] = t->heap[t->hn];
@@ -145,6 +158,7 @@ int blq__timer_init(blq *q)
 	if (q->cfg.timer_capacity == 0)
 		q->cfg.timer_capacity = q->cfg.capacity;
 	t->limit = q->cfg.timer_capacity;
+	atomic_store_explicit(&t->assist_at, UINT64_MAX, memory_order_relaxed);
 	/* Adaptive: producers adding delays and the thread popping due items
 	 * hold it for a heap operation each; spinning briefly before sleeping
 	 * cut RETRY's context switches by a fifth and its W1 ratio from a
@@ -220,6 +234,57 @@ static void release(blq__timer *t, uint64_t n)
 	atomic_fetch_sub_explicit(&t->held, n, memory_order_seq_cst);
 	if (t->room_waiters > 0)
 		pthread_cond_broadcast(&t->room);
+}
+
+/* How long an entry waits in all: what its slack is a fraction of. */
+static uint64_t span_of(const blq__timed *e)
+{
+	return e->due > e->since ? e->due - e->since : 0;
+}
+
+/* Tells retrying workers when to serve the head (blq__timer_assist): a
+ * quarter of its slack past its due time, so that one of them serves a
+ * batch, not each an item. Caller holds t->mu, after the lane or heap
+ * changed. */
+static void publish_assist(blq *q)
+{
+	blq__timer *t = &q->timer;
+	const blq__timed *first = earliest(t);
+	uint64_t at = UINT64_MAX;
+
+	if (first != NULL && atomic_load_explicit(&q->due, memory_order_relaxed) != NULL)
+		at = blq__sat_add(first->due, blq__timer_slack(span_of(first)) / 4);
+	atomic_store_explicit(&t->assist_at, at, memory_order_relaxed);
+}
+
+/* How many items of a batch came in through each origin: they leave the
+ * staged counts per origin (blq__inbox_settle), after they are in a ring. */
+typedef struct origins {
+	size_t n;
+	struct {
+		uint32_t origin;
+		uint64_t n;
+	} of[BLQ__TIMER_BATCH];
+} origins;
+
+static void origins_add(origins *o, uint32_t origin)
+{
+	size_t j = 0;
+
+	while (j < o->n && o->of[j].origin != origin)
+		j++;
+	if (j == o->n) {
+		o->of[j].origin = origin;
+		o->of[j].n = 0;
+		o->n++;
+	}
+	o->of[j].n++;
+}
+
+static void origins_settle(blq *q, const origins *o)
+{
+	for (size_t j = 0; j < o->n; j++)
+		blq__inbox_settle(q, o->of[j].origin, o->of[j].n);
 }
 
 /* Moves the workers' inbox entries (inbox.c) into the lane or the heap,
@@ -314,31 +379,18 @@ static blq__ec *deliver(blq *q, blq__timed *e, uint64_t now)
 static void deliver_batch(blq *q, blq__timed *due, size_t k, uint64_t now)
 {
 	blq__ec *wake[2] = {NULL, NULL}; /* the rings', the egress threads' */
-	struct {
-		uint32_t origin;
-		uint64_t n;
-	} from[BLQ__TIMER_BATCH]; /* how many came in through each origin */
-	size_t nfrom = 0;
+	origins from = {.n = 0};
 
 	for (size_t i = 0; i < k; i++) {
 		blq__ec *ec = deliver(q, &due[i], now);
-		size_t j = 0;
 
 		if (ec != NULL)
 			wake[ec != &q->items_ec] = ec;
-		while (j < nfrom && from[j].origin != due[i].origin)
-			j++;
-		if (j == nfrom) {
-			from[j].origin = due[i].origin;
-			from[j].n = 0;
-			nfrom++;
-		}
-		from[j].n++;
+		origins_add(&from, due[i].origin);
 	}
 	/* After the pushes: a worker that reads no staged item on close sees
 	 * the items in the rings (internal.h, inbox.c). */
-	for (size_t j = 0; j < nfrom; j++)
-		blq__inbox_settle(q, from[j].origin, from[j].n);
+	origins_settle(q, &from);
 	for (int i = 0; i < 2; i++)
 		if (wake[i] != NULL)
 			blq__ec_notify(wake[i], 1); /* a woken worker passes it on */
@@ -364,11 +416,27 @@ static struct timespec wake_at(const blq *q, uint64_t due, uint64_t now)
 	return ts;
 }
 
+/* At a wake-up: did the workers serve what came due while the thread
+ * slept? Yes when one of them did (assisted) and the head is not late
+ * past its slack: the thread may sleep longer (relaxed). A late head:
+ * they did not keep up (the retries stopped), back to one slack. Caller
+ * holds t->mu. */
+static void judge_service(blq__timer *t, const blq__timed *first, uint64_t now)
+{
+	if (first != NULL && blq__sat_add(first->due, blq__timer_slack(span_of(first))) <= now)
+		atomic_store_explicit(&t->relaxed, false, memory_order_relaxed);
+	else if (t->assisted)
+		atomic_store_explicit(&t->relaxed, true, memory_order_relaxed);
+	t->assisted = false;
+}
+
 static void *timer_main(void *arg)
 {
 	blq *q = arg;
 	blq__timer *t = &q->timer;
 	blq__timed due[BLQ__TIMER_BATCH];
+
+	bool woke = false; /* from a sleep: judge the workers' service */
 
 	pthread_setname_np(pthread_self(), "blq-timer");
 	pthread_mutex_lock(&t->mu);
@@ -378,8 +446,13 @@ static void *timer_main(void *arg)
 		size_t k = 0;
 
 		const blq__timed *first;
+		if (woke) {
+			judge_service(t, earliest(t), now);
+			woke = false;
+		}
 		while (k < BLQ__TIMER_BATCH && (first = earliest(t)) != NULL && first->due <= now)
 			pop_min(t, &due[k++]);
+		publish_assist(q);
 		if (k > 0) {
 			/* In our hands now: no longer `delayed`, and their room
 			 * is free (they stay staged until delivered). */
@@ -389,17 +462,15 @@ static void *timer_main(void *arg)
 			pthread_mutex_lock(&t->mu);
 			continue;
 		}
-		/* Sleep a little past the head (blq__timer_slack): the items
-		 * queued just behind it come due in the same wake-up instead
-		 * of one each. Never early; a retry backing off 1 ms runs up
-		 * to 125 us late. Entries stuck in an inbox (no memory for
-		 * them here) are looked at again every millisecond. */
+		/* Sleep a little past the head (blq__timer_wake_slack): the
+		 * items queued just behind it come due in the same wake-up
+		 * instead of one each. Never early; a retry backing off 1 ms
+		 * runs up to 125 us late (500 us while the workers serve).
+		 * Entries stuck in an inbox (no memory for them here) are
+		 * looked at again every millisecond. */
 		uint64_t until = UINT64_MAX;
 		if ((first = earliest(t)) != NULL)
-			until = blq__sat_add(first->due,
-					     blq__timer_slack(first->due > first->since
-								   ? first->due - first->since
-								   : 0));
+			until = blq__sat_add(first->due, blq__timer_wake_slack(t, span_of(first)));
 		if (!drained && blq__sat_add(now, BLQ__TIMER_STUCK_POLL_NS) < until)
 			until = blq__sat_add(now, BLQ__TIMER_STUCK_POLL_NS);
 		/* Announce the wake-up, then look at the inboxes a last time:
@@ -418,6 +489,7 @@ static void *timer_main(void *arg)
 			pthread_cond_timedwait(&t->cond, &t->mu, &ts);
 		}
 		atomic_store_explicit(&t->sleep_until, 0, memory_order_relaxed);
+		woke = true;
 	}
 	pthread_mutex_unlock(&t->mu);
 	return NULL;
@@ -557,12 +629,56 @@ int blq__timer_add(blq *q, const blq__item *it, uint64_t now, uint64_t delay,
 		goto out;
 	}
 	t->order++;
+	publish_assist(q);
 	atomic_fetch_add_explicit(&t->held_shared, 1, memory_order_relaxed);
 	if (earliest(t)->order == e.order)
 		pthread_cond_signal(&t->cond); /* a new earliest item */
 out:
 	pthread_mutex_unlock(&t->mu);
 	return rc;
+}
+
+void blq__timer_assist(blq *q, uint64_t now)
+{
+	blq__timer *t = &q->timer;
+	blq__ring *due = atomic_load_explicit(&q->due, memory_order_relaxed);
+	const blq_metrics_writer *m = q->cfg.metrics;
+	uint64_t waited[BLQ__TIMER_BATCH];
+	origins from = {.n = 0};
+	size_t k = 0;
+
+	if (due == NULL || now < atomic_load_explicit(&t->assist_at, memory_order_relaxed))
+		return;
+	if (pthread_mutex_trylock(&t->mu) != 0)
+		return; /* the thread or another worker is at it */
+	if (!t->stop && !forced(q)) {
+		drain_inboxes(q);
+		/* Into the due ring, and only what it takes: a worker must
+		 * not wait for room in the rings (blq__place), the workers
+		 * are who make it. The rest is the thread's. */
+		const blq__timed *first;
+		while (k < BLQ__TIMER_BATCH && (first = earliest(t)) != NULL && first->due <= now &&
+		       blq__ring_push(due, &first->item)) {
+			waited[k++] = now > first->since ? now - first->since : 0;
+			origins_add(&from, first->origin);
+			pop_min(t, NULL);
+		}
+		if (k > 0) {
+			release(t, k);
+			t->assisted = true;
+		}
+		publish_assist(q);
+	}
+	pthread_mutex_unlock(&t->mu);
+	if (k == 0)
+		return;
+	origins_settle(q, &from); /* after the pushes, as in deliver_batch */
+	if (m != NULL && m->queue_delayed != NULL)
+		for (size_t i = 0; i < k; i++)
+			m->queue_delayed(m->ctx, q->name, waited[i]);
+	blq__ec_notify(&q->items_ec, 1); /* we go and take one; others may sleep */
+	if (atomic_load_explicit(&q->closed, memory_order_seq_cst))
+		blq__wake_all(q);
 }
 
 void blq__timer_kick(blq *q)

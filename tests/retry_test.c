@@ -6,6 +6,7 @@
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -794,6 +795,76 @@ Test(retry, a_retry_finding_the_timer_full_skips_its_backoff)
 	advance(q, 60 * SEC);
 	cr_assert(TU_WAIT_FOR(stats(q).processed == 3, 2000));
 	close_balanced(q);
+}
+
+/* ---- workers serve due items ------------------------------------------ */
+
+static _Atomic int gate_open;
+static _Atomic unsigned served_by_worker, served_by_thread;
+
+/* queue_delayed runs on whichever thread moved the item out of the timer. */
+static void note_server(void *ctx, const char *q, uint64_t waited)
+{
+	char name[16] = "";
+
+	(void)ctx, (void)q, (void)waited;
+	pthread_getname_np(pthread_self(), name, sizeof(name));
+	atomic_fetch_add(strncmp(name, "blq-w", 5) == 0 ? &served_by_worker : &served_by_thread, 1);
+}
+
+/* Every item fails its first attempt; odd ids first wait for the gate. */
+static int gated_worker(void *ctx, void *payload, blq_task *t)
+{
+	tu_item *it = payload;
+
+	(void)ctx;
+	if (blq_task_attempt(t) == 1) {
+		while (it->id % 2 == 1 && !atomic_load(&gate_open))
+			sched_yield();
+		return -1;
+	}
+	tu_item_free(payload);
+	return 0;
+}
+
+/* A worker that retries after the head of the timer came due moves it
+ * into the queue itself (blq__timer_assist), without the timer thread:
+ * here the clock moves without a kick, so the thread would see it only
+ * at its next 50 ms look. Each round: item 2r waits in the timer, the
+ * clock passes its due time, and item 2r+1's retry (held at the gate
+ * until then) serves it. The thread could look in between (a window of
+ * microseconds in 50 ms), so two rounds of three must go to a worker. */
+Test(retry, a_retrying_worker_serves_the_due_items_itself)
+{
+	blq_metrics_writer mw = {.queue_delayed = note_server};
+	blq_config c = cfg(256, 2);
+	c.worker = gated_worker;
+	c.max_retries = 1;
+	c.retry_interval_ns = 1 * SEC;
+	c.metrics = &mw;
+	blq *q = must_new(&c);
+
+	atomic_store(&served_by_worker, 0);
+	atomic_store(&served_by_thread, 0);
+	for (uint64_t r = 0; r < 3; r++) {
+		atomic_store(&gate_open, 0);
+		cr_assert_eq(blq_enqueue(q, tu_item_new(2 * r)), 0);
+		cr_assert(TU_WAIT_FOR(stats(q).delayed == 1, 2000), "item %llu waits",
+			  (unsigned long long)(2 * r));
+		cr_assert_eq(blq_enqueue(q, tu_item_new(2 * r + 1)), 0);
+		atomic_fetch_add(&fake_ns, 2 * SEC); /* no kick */
+		atomic_store(&gate_open, 1);
+		cr_assert(TU_WAIT_FOR(stats(q).processed == 2 * r + 1, 2000),
+			  "item %llu served", (unsigned long long)(2 * r));
+		/* Item 2r+1's own retry: the thread, after a kick. */
+		advance(q, 2 * SEC);
+		cr_assert(TU_WAIT_FOR(stats(q).processed == 2 * r + 2, 2000));
+	}
+	cr_expect_geq(atomic_load(&served_by_worker), 2, "served by a worker: %u of 3",
+		      atomic_load(&served_by_worker));
+	cr_expect_eq(atomic_load(&served_by_worker) + atomic_load(&served_by_thread), 6);
+	close_balanced(q);
+	cr_expect_eq(atomic_load(&tu_freed), 6);
 }
 
 /* Four workers retry at once: most retries enter the timer through the
