@@ -20,7 +20,7 @@ echo "$qos" | grep -Eq "^BENCH W1-QOS blq ns_per_item=[0-9.]+ items_per_s=[0-9]+
 ctl=$("$bench" --rounds 1 --items 4000 W1-SELF RETRY) || { echo "blq-bench W1-SELF RETRY failed"; exit 1; }
 echo "$ctl"
 for w in W1-SELF RETRY; do
-	echo "$ctl" | grep -Eq "^BENCH $w blq ns_per_item=[0-9.]+ .*w1_ratio=[0-9.]+" || { echo "no $w line"; exit 1; }
+	echo "$ctl" | grep -Eq "^BENCH $w blq ns_per_item=[0-9.]+ .*w1_ratio=[0-9.]+ w1_best_ratio=[0-9.]+" || { echo "no $w line"; exit 1; }
 done
 # The dump workloads (Redis when scripts/test.sh provides a server).
 redis=${BLQ_TEST_REDIS:+--redis $BLQ_TEST_REDIS}

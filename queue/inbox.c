@@ -14,7 +14,8 @@
  *   timed entries (inbox.h), allocated at its first retry. The worker
  *   writes an entry and publishes it with a release store; the timer
  *   thread moves the entries into its lane or heap under its mutex when it
- *   wakes (timer.c, drain), before it decides how long to sleep.
+ *   wakes (timer.c, drain), before it decides how long to sleep, and so
+ *   does a worker serving due items (blq__timer_assist).
  * - Capacity stays exact: the worker reserves its place in the timer's
  *   count (`held`, a CAS that never takes it past timer_capacity), like
  *   the locked path does. A full inbox or a full timer takes the locked
@@ -134,9 +135,9 @@ void blq__inbox_settle(blq *q, uint32_t origin, uint64_t n)
 		return;
 	}
 	blq__inbox *b = blq__inbox_at(q, origin);
-	/* One writer at a time (the timer thread, then the closer's sweep
-	 * after joining it), but an RMW keeps the seq_cst order with the
-	 * readers that a store alone would need a fence for. */
+	/* An RMW: the timer thread and a worker that served due items
+	 * (timer.c, blq__timer_assist) may settle at once, and it keeps the
+	 * seq_cst order with the readers. */
 	atomic_fetch_add_explicit(&b->out, n, memory_order_seq_cst);
 }
 

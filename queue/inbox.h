@@ -14,8 +14,9 @@
 
 #define BLQ__INBOX_CAP 256u
 
-/* Single producer (its worker), single consumer (the timer thread, or
- * the closer's sweep once the workers and the timer thread are joined). */
+/* Single producer (its worker), single consumer at a time: whoever holds
+ * the timer's mutex (its thread, a worker serving due items), or the
+ * closer's sweep once the workers and the timer thread are joined. */
 typedef struct blq__inbox {
 	/* The worker's line. `in`: items it ever put in; in - out of them
 	 * are staged (in the inbox, or in the timer after the drain). */

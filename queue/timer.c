@@ -22,11 +22,17 @@
  *   takes the mutex if it is free and moves the due items into the due
  *   ring itself. Under a stream of retries the items then come due within
  *   that quarter, and the thread, finding at its wake-up that the workers
- *   served what came due and nothing is late past its slack, sleeps
- *   BLQ__TIMER_RELAXED times its slack past the head (and back to one
- *   slack at the first late item): a fallback for when the retries stop.
+ *   served since its last and nothing is late past its slack, sleeps
+ *   BLQ__TIMER_RELAXED times its slack past the head (and one slack after
+ *   a wake-up where they did not): a fallback for when the retries stop.
  *   Its wake-ups, each a timer interrupt and a preempted worker or
  *   producer on a busy machine, were half of what a retry cost RETRY.
+ *   Workers do not serve while the thread pushes a batch outside the
+ *   mutex, so due items still enter the due ring in due order.
+ * - Lateness: an item is delivered at most its wake slack after its due
+ *   time when it is the head; one behind a head with a longer delay can
+ *   wait for the head's slack instead, so the absolute caps hold for all
+ *   (200 us, 800 us relaxed), the fractions of the delay for the head.
  * - Lazy: the lane's and heap's memory and the thread come with the first
  *   item, so a queue that never delays or backs off has none of them. They
  *   grow by doubling. `held` counts the items in the lane, the heap and the
@@ -254,7 +260,9 @@ static void publish_assist(blq *q)
 
 	if (first != NULL && atomic_load_explicit(&q->due, memory_order_relaxed) != NULL)
 		at = blq__sat_add(first->due, blq__timer_slack(span_of(first)) / 4);
-	atomic_store_explicit(&t->assist_at, at, memory_order_relaxed);
+	/* Only a change is stored: every retry reads this line. */
+	if (atomic_load_explicit(&t->assist_at, memory_order_relaxed) != at)
+		atomic_store_explicit(&t->assist_at, at, memory_order_relaxed);
 }
 
 /* How many items of a batch came in through each origin: they leave the
@@ -418,15 +426,15 @@ static struct timespec wake_at(const blq *q, uint64_t due, uint64_t now)
 
 /* At a wake-up: did the workers serve what came due while the thread
  * slept? Yes when one of them did (assisted) and the head is not late
- * past its slack: the thread may sleep longer (relaxed). A late head:
- * they did not keep up (the retries stopped), back to one slack. Caller
+ * past its slack: the thread may sleep longer (relaxed). Otherwise (the
+ * retries stopped, or they did not keep up) back to one slack. Caller
  * holds t->mu. */
 static void judge_service(blq__timer *t, const blq__timed *first, uint64_t now)
 {
-	if (first != NULL && blq__sat_add(first->due, blq__timer_slack(span_of(first))) <= now)
-		atomic_store_explicit(&t->relaxed, false, memory_order_relaxed);
-	else if (t->assisted)
-		atomic_store_explicit(&t->relaxed, true, memory_order_relaxed);
+	bool late = first != NULL &&
+		    blq__sat_add(first->due, blq__timer_slack(span_of(first))) <= now;
+
+	atomic_store_explicit(&t->relaxed, t->assisted && !late, memory_order_relaxed);
 	t->assisted = false;
 }
 
@@ -457,9 +465,11 @@ static void *timer_main(void *arg)
 			/* In our hands now: no longer `delayed`, and their room
 			 * is free (they stay staged until delivered). */
 			release(t, k);
+			t->delivering = true;
 			pthread_mutex_unlock(&t->mu);
 			deliver_batch(q, due, k, now);
 			pthread_mutex_lock(&t->mu);
+			t->delivering = false;
 			continue;
 		}
 		/* Sleep a little past the head (blq__timer_wake_slack): the
@@ -651,7 +661,7 @@ void blq__timer_assist(blq *q, uint64_t now)
 		return;
 	if (pthread_mutex_trylock(&t->mu) != 0)
 		return; /* the thread or another worker is at it */
-	if (!t->stop && !forced(q)) {
+	if (!t->stop && !t->delivering && !forced(q)) {
 		drain_inboxes(q);
 		/* Into the due ring, and only what it takes: a worker must
 		 * not wait for room in the rings (blq__place), the workers

@@ -70,9 +70,10 @@ typedef struct blq__timer {
 	 * (blq__timer_assist): the head's due time plus a quarter of its
 	 * slack; UINT64_MAX with no head, or no due ring. Written under mu. */
 	_Atomic uint64_t assist_at;
-	/* The workers kept up with the due items at the thread's last
-	 * wake-up: it sleeps BLQ__TIMER_RELAXED times its slack past the
-	 * head (blq__timer_wake_slack). Written under mu. */
+	/* The workers served due items since the thread's previous wake-up
+	 * and nothing was late at its last: it sleeps BLQ__TIMER_RELAXED
+	 * times its slack past the head (blq__timer_wake_slack). Written
+	 * under mu. */
 	_Atomic bool relaxed;
 	/* Items in the lane, the heap and the workers' inboxes: the count
 	 * timer_capacity bounds, and blq_stats' `delayed`. Reserved with a
@@ -86,6 +87,9 @@ typedef struct blq__timer {
 	size_t limit; /* timer_capacity: beside the count it bounds */
 	alignas(BLQ__CACHELINE) bool stop;
 	bool assisted; /* a worker served due items since the thread woke */
+	/* The thread is pushing a batch outside mu: workers do not serve
+	 * meanwhile, or later items would enter the due ring before it. */
+	bool delivering;
 	bool ready; /* mu and the conds are initialised */
 	pthread_t thread;
 } blq__timer;

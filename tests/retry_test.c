@@ -801,25 +801,51 @@ Test(retry, a_retry_finding_the_timer_full_skips_its_backoff)
 
 static _Atomic int gate_open;
 static _Atomic unsigned served_by_worker, served_by_thread;
+/* The test's clock as the workers see it, and as the timer thread does:
+ * the thread sees a move only with advance_split's kick, so whatever is
+ * served before that was served by a worker. */
+static _Atomic uint64_t workers_ns, timer_ns;
+static _Atomic uint64_t ran_at[3];
+
+static bool on_timer_thread(void)
+{
+	char name[16] = "";
+
+	pthread_getname_np(pthread_self(), name, sizeof(name));
+	return strcmp(name, "blq-timer") == 0;
+}
+
+static uint64_t split_now(void *ctx)
+{
+	(void)ctx;
+	return atomic_load(on_timer_thread() ? &timer_ns : &workers_ns);
+}
+
+static void advance_split(blq *q, uint64_t ns)
+{
+	atomic_fetch_add(&workers_ns, ns);
+	atomic_fetch_add(&timer_ns, ns);
+	blq__timer_kick(q);
+}
 
 /* queue_delayed runs on whichever thread moved the item out of the timer. */
 static void note_server(void *ctx, const char *q, uint64_t waited)
 {
-	char name[16] = "";
-
 	(void)ctx, (void)q, (void)waited;
-	pthread_getname_np(pthread_self(), name, sizeof(name));
-	atomic_fetch_add(strncmp(name, "blq-w", 5) == 0 ? &served_by_worker : &served_by_thread, 1);
+	atomic_fetch_add(on_timer_thread() ? &served_by_thread : &served_by_worker, 1);
 }
 
-/* Every item fails its first attempt; odd ids first wait for the gate. */
+/* Ids 3r (delayed jobs) run once, recording when; the others wait for
+ * the gate, then fail their first attempt (a retry, with a backoff). */
 static int gated_worker(void *ctx, void *payload, blq_task *t)
 {
 	tu_item *it = payload;
 
 	(void)ctx;
-	if (blq_task_attempt(t) == 1) {
-		while (it->id % 2 == 1 && !atomic_load(&gate_open))
+	if (it->id % 3 == 0) {
+		atomic_store(&ran_at[it->id / 3], split_now(NULL));
+	} else if (blq_task_attempt(t) == 1) {
+		while (!atomic_load(&gate_open))
 			sched_yield();
 		return -1;
 	}
@@ -828,12 +854,11 @@ static int gated_worker(void *ctx, void *payload, blq_task *t)
 }
 
 /* A worker that retries after the head of the timer came due moves it
- * into the queue itself (blq__timer_assist), without the timer thread:
- * here the clock moves without a kick, so the thread would see it only
- * at its next 50 ms look. Each round: item 2r waits in the timer, the
- * clock passes its due time, and item 2r+1's retry (held at the gate
- * until then) serves it. The thread could look in between (a window of
- * microseconds in 50 ms), so two rounds of three must go to a worker. */
+ * into the queue itself (blq__timer_assist). Each round: job 3r is
+ * delayed 1 s; the workers' clock passes its due time while the timer
+ * thread's does not; jobs 3r+1 and 3r+2 fail at the gate, and their
+ * retries serve job 3r, never before its due time. (Two retries: one
+ * could find the mutex taken by the thread's 50 ms look.) */
 Test(retry, a_retrying_worker_serves_the_due_items_itself)
 {
 	blq_metrics_writer mw = {.queue_delayed = note_server};
@@ -842,29 +867,45 @@ Test(retry, a_retrying_worker_serves_the_due_items_itself)
 	c.max_retries = 1;
 	c.retry_interval_ns = 1 * SEC;
 	c.metrics = &mw;
-	blq *q = must_new(&c);
-
+	c.clock.now_ns = split_now;
+	atomic_store(&workers_ns, 1000 * SEC);
+	atomic_store(&timer_ns, 1000 * SEC);
 	atomic_store(&served_by_worker, 0);
 	atomic_store(&served_by_thread, 0);
+	blq *q = must_new(&c);
+
 	for (uint64_t r = 0; r < 3; r++) {
+		uint64_t due = atomic_load(&workers_ns) + 1 * SEC;
+		blq_job j = {.payload = tu_item_new(3 * r), .delay_ns = 1 * SEC};
+
 		atomic_store(&gate_open, 0);
-		cr_assert_eq(blq_enqueue(q, tu_item_new(2 * r)), 0);
-		cr_assert(TU_WAIT_FOR(stats(q).delayed == 1, 2000), "item %llu waits",
-			  (unsigned long long)(2 * r));
-		cr_assert_eq(blq_enqueue(q, tu_item_new(2 * r + 1)), 0);
-		atomic_fetch_add(&fake_ns, 2 * SEC); /* no kick */
+		cr_assert_eq(blq_enqueue_job(q, &j), 0);
+		cr_assert_eq(blq_enqueue(q, tu_item_new(3 * r + 1)), 0);
+		cr_assert_eq(blq_enqueue(q, tu_item_new(3 * r + 2)), 0);
+		atomic_fetch_add(&workers_ns, 2 * SEC); /* the thread does not see it */
+		/* Let the thread, woken for the new head, go back to sleep:
+		 * a worker serves only when the mutex is free. */
+		tu_sleep_us(10000);
 		atomic_store(&gate_open, 1);
-		cr_assert(TU_WAIT_FOR(stats(q).processed == 2 * r + 1, 2000),
-			  "item %llu served", (unsigned long long)(2 * r));
-		/* Item 2r+1's own retry: the thread, after a kick. */
-		advance(q, 2 * SEC);
-		cr_assert(TU_WAIT_FOR(stats(q).processed == 2 * r + 2, 2000));
+		cr_assert(TU_WAIT_FOR(stats(q).processed == 3 * r + 1, 2000),
+			  "job %llu served", (unsigned long long)(3 * r));
+		/* The event comes after the push: wait for it too. */
+		cr_assert(TU_WAIT_FOR(atomic_load(&served_by_worker) +
+					      atomic_load(&served_by_thread) == 3 * r + 1,
+				      2000));
+		cr_expect_eq(atomic_load(&served_by_worker), r + 1, "round %llu",
+			     (unsigned long long)r);
+		cr_expect_geq(atomic_load(&ran_at[r]), due, "job %llu ran early",
+			      (unsigned long long)(3 * r));
+		/* The two retries, with both clocks together again: the thread. */
+		cr_assert(TU_WAIT_FOR(stats(q).delayed == 2, 2000));
+		atomic_store(&timer_ns, atomic_load(&workers_ns));
+		advance_split(q, 1 * SEC);
+		cr_assert(TU_WAIT_FOR(stats(q).processed == 3 * r + 3, 2000));
 	}
-	cr_expect_geq(atomic_load(&served_by_worker), 2, "served by a worker: %u of 3",
-		      atomic_load(&served_by_worker));
-	cr_expect_eq(atomic_load(&served_by_worker) + atomic_load(&served_by_thread), 6);
+	cr_expect_eq(atomic_load(&served_by_worker) + atomic_load(&served_by_thread), 9);
 	close_balanced(q);
-	cr_expect_eq(atomic_load(&tu_freed), 6);
+	cr_expect_eq(atomic_load(&tu_freed), 9);
 }
 
 /* Four workers retry at once: most retries enter the timer through the
