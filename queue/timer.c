@@ -443,7 +443,6 @@ static void *timer_main(void *arg)
 	blq *q = arg;
 	blq__timer *t = &q->timer;
 	blq__timed due[BLQ__TIMER_BATCH];
-
 	bool woke = false; /* from a sleep: judge the workers' service */
 
 	pthread_setname_np(pthread_self(), "blq-timer");
