@@ -248,6 +248,12 @@ static uint64_t span_of(const blq__timed *e)
 	return e->due > e->since ? e->due - e->since : 0;
 }
 
+/* How long it has waited by `now`: the queue_delayed metric. */
+static uint64_t waited_of(const blq__timed *e, uint64_t now)
+{
+	return now > e->since ? now - e->since : 0;
+}
+
 /* Tells retrying workers when to serve the head (blq__timer_assist): a
  * quarter of its slack past its due time, so that one of them serves a
  * batch, not each an item. Caller holds t->mu, after the lane or heap
@@ -369,7 +375,7 @@ static blq__ec *deliver(blq *q, blq__timed *e, uint64_t now)
 	bool pushed = false;
 
 	if (m != NULL && m->queue_delayed != NULL)
-		m->queue_delayed(m->ctx, q->name, now > e->since ? now - e->since : 0);
+		m->queue_delayed(m->ctx, q->name, waited_of(e, now));
 	if (q->qos != NULL && blq__qos_enqueue(q, c, &e->item, true, &pushed) == 0)
 		return pushed ? blq__qos_ec(q) : NULL; /* the egress threads move it on */
 	blq__ring *due = atomic_load_explicit(&q->due, memory_order_relaxed); /* ours */
@@ -668,7 +674,7 @@ void blq__timer_assist(blq *q, uint64_t now)
 		const blq__timed *first;
 		while (k < BLQ__TIMER_BATCH && (first = earliest(t)) != NULL && first->due <= now &&
 		       blq__ring_push(due, &first->item)) {
-			waited[k++] = now > first->since ? now - first->since : 0;
+			waited[k++] = waited_of(first, now);
 			origins_add(&from, first->origin);
 			pop_min(t, NULL);
 		}
