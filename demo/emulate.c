@@ -52,13 +52,12 @@ static long item_encode(void *ctx, const void *payload, void *dst, size_t cap)
 	return 12;
 }
 
-static int item_decode(void *ctx, const void *data, size_t len, uint32_t restores, void **payload)
+static int item_decode(void *ctx, const blq_dump_record *rec, void **payload)
 {
 	(void)ctx;
-	(void)restores;
-	if (len != 12)
+	if (rec->len != 12)
 		return BLQ_EINVAL;
-	const unsigned char *p = data;
+	const unsigned char *p = rec->data;
 	uint64_t v = 0;
 	for (int i = 0; i < 8; i++)
 		v |= (uint64_t)p[4 + i] << (8 * i);

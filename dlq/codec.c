@@ -13,6 +13,7 @@ blq_bytes *blq_bytes_new(const void *data, size_t len)
 	if (b == NULL)
 		return NULL;
 	b->restores = 0;
+	b->deliveries = 0;
 	b->len = len;
 	if (len > 0)
 		memcpy(b->data, data, len);
@@ -39,14 +40,15 @@ static uint32_t bytes_restores(void *ctx, const void *payload)
 	return ((const blq_bytes *)payload)->restores;
 }
 
-static int bytes_decode(void *ctx, const void *data, size_t len, uint32_t restores, void **payload)
+static int bytes_decode(void *ctx, const blq_dump_record *rec, void **payload)
 {
-	blq_bytes *b = blq_bytes_new(data, len);
+	blq_bytes *b = blq_bytes_new(rec->data, rec->len);
 
 	(void)ctx;
 	if (b == NULL)
 		return BLQ_ENOMEM;
-	b->restores = restores;
+	b->restores = rec->restores;
+	b->deliveries = rec->deliveries;
 	*payload = b;
 	return 0;
 }
@@ -64,16 +66,16 @@ static long string_encode(void *ctx, const void *payload, void *dst, size_t cap)
 	return (long)n;
 }
 
-static int string_decode(void *ctx, const void *data, size_t len, uint32_t restores, void **payload)
+static int string_decode(void *ctx, const blq_dump_record *rec, void **payload)
 {
-	char *s = malloc(len + 1);
+	char *s = malloc(rec->len + 1);
 
-	(void)ctx, (void)restores;
+	(void)ctx;
 	if (s == NULL)
 		return BLQ_ENOMEM;
-	if (len > 0)
-		memcpy(s, data, len);
-	s[len] = '\0';
+	if (rec->len > 0)
+		memcpy(s, rec->data, rec->len);
+	s[rec->len] = '\0';
 	*payload = s;
 	return 0;
 }

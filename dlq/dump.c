@@ -166,9 +166,14 @@ static int enqueue_cb(void *self, void *payload)
 	return blq_dump_enqueue(self, payload);
 }
 
+static int sync_cb(void *self)
+{
+	return blq_dump_flush(self);
+}
+
 blq_enqueuer blq_dump_enqueuer(blq_dump *d)
 {
-	return (blq_enqueuer){.enqueue = enqueue_cb, .self = d};
+	return (blq_enqueuer){.enqueue = enqueue_cb, .self = d, .sync = sync_cb};
 }
 
 /* ---- the flush thread --------------------------------------------- */

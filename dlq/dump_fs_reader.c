@@ -18,8 +18,18 @@
  *   moves the file into the quarantine directory instead of deleting it,
  *   with a warn log line and the quarantined metric. Nothing is deleted
  *   that was not restored; nothing crashes on a bad file.
- * - commit() of a good file unlinks it; release() only closes it (a later
- *   next() hands it out again: at least once).
+ * - Progress: done() marks a record in memory (a done prefix plus a
+ *   bitmap past it); sync() writes the checkpoint (dump_fs_checkpoint.h),
+ *   fsync'd and renamed over the last one. At claim the reader applies a
+ *   valid checkpoint (skips the records it marks done), counts the claim
+ *   in it at once (renamed, not fsync'd: a process crash keeps it, which
+ *   is what marks the records that follow as redeliveries), and hands out
+ *   the other records with deliveries = the earlier claims.
+ * - commit() (every record done) unlinks the file, then its checkpoint; a
+ *   checkpoint left by a crash in between is ignored by a file that reuses
+ *   the name (it names the inode, size and mtime of its own). release()
+ *   syncs the marks and closes the file (a later next() hands it out
+ *   again: at least once).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +45,7 @@
 #include "../util/errorf.h"
 #include "dump_format.h"
 #include "dump_fs.h"
+#include "dump_fs_checkpoint.h"
 #include "dump_util.h"
 
 /* Larger files are quarantined unread. */
@@ -57,6 +68,7 @@ typedef struct fs_reader {
 typedef struct fs_dump {
 	int fd;
 	char path[PATH_MAX + 256];
+	char ckpt[PATH_MAX + 300];
 	unsigned char *buf;
 	size_t len, off;
 	uint64_t version;
@@ -64,13 +76,67 @@ typedef struct fs_dump {
 	size_t damage_at;
 	uint64_t file_version;
 	size_t good;     /* records handed out */
+	uint64_t next;   /* index of the next record parsed */
+	/* Progress, as the checkpoint holds it: done = [0, ck.prefix) plus
+	 * ck.bits past it. ck.claims counts this claim too. */
+	blq__ckpt ck;
+	uint32_t earlier_claims; /* deliveries of the records not done */
+	size_t bits_cap;         /* bytes allocated at ck.bits */
+	bool dirty;              /* marks not written yet */
 } fs_dump;
 
 static void dump_close(fs_dump *d)
 {
 	close(d->fd);
 	free(d->buf);
+	free(d->ck.bits);
 	free(d);
+}
+
+static bool is_done(const fs_dump *d, uint64_t i)
+{
+	if (i < d->ck.prefix)
+		return true;
+	uint64_t k = i - d->ck.prefix;
+	return k < d->ck.nbits && (d->ck.bits[k / 8] >> (k % 8) & 1u);
+}
+
+static bool bit_at(const unsigned char *bits, uint64_t i)
+{
+	return bits[i / 8] >> (i % 8) & 1u;
+}
+
+/* Moves the prefix over the done bits at its front. */
+static void advance_prefix(fs_dump *d)
+{
+	uint64_t k = 0;
+
+	while (k < d->ck.nbits && bit_at(d->ck.bits, k))
+		k++;
+	if (k == 0)
+		return;
+	/* Shift the bitmap down by k bits. */
+	uint32_t n = d->ck.nbits - (uint32_t)k;
+	for (uint32_t i = 0; i < n; i++) {
+		if (bit_at(d->ck.bits, i + k))
+			d->ck.bits[i / 8] |= (unsigned char)(1u << (i % 8));
+		else
+			d->ck.bits[i / 8] &= (unsigned char)~(1u << (i % 8));
+	}
+	for (uint32_t i = n; i < d->ck.nbits; i++)
+		d->ck.bits[i / 8] &= (unsigned char)~(1u << (i % 8));
+	d->ck.nbits = n;
+	d->ck.prefix += k;
+}
+
+/* Writes the checkpoint; durable: fsync'd. 0 or BLQ_EIO. */
+static int store_ckpt(fs_dump *d, bool durable, blq_error *err)
+{
+	if (blq__ckpt_store(d->ckpt, &d->ck, durable) != 0)
+		return blq__error_set(err, BLQ_EIO, "checkpoint \"%s\": %s", d->ckpt,
+				      strerror(errno));
+	d->dirty = false;
+	return 0;
 }
 
 /* Reads the whole file; on a short read keeps what it got (the parse then
@@ -92,6 +158,20 @@ static int slurp(fs_dump *d, size_t size)
 		d->len += (size_t)k;
 	}
 	return 0;
+}
+
+/* Applies the file's checkpoint, if any, and counts this claim in it. */
+static int load_progress(fs_dump *d, const struct stat *st, blq_error *err)
+{
+	if (!blq__ckpt_path(d->path, d->ckpt, sizeof(d->ckpt)))
+		return blq__error_set(err, BLQ_EIO, "checkpoint path too long for \"%s\"", d->path);
+	if (!blq__ckpt_load(d->ckpt, st, &d->ck))
+		blq__ckpt_identify(&d->ck, st);
+	d->bits_cap = (d->ck.nbits + 7u) / 8u;
+	d->earlier_claims = d->ck.claims;
+	d->ck.claims = d->ck.claims < UINT32_MAX ? d->ck.claims + 1 : UINT32_MAX;
+	/* Not fsync'd: what it must survive is the death of this process. */
+	return store_ckpt(d, false, err);
 }
 
 /* Opens and claims path; 1 claimed, 0 skip, negative error. */
@@ -117,6 +197,11 @@ static int claim(fs_reader *r, const char *path, fs_dump **out, blq_error *err)
 	}
 	if ((uint64_t)st.st_size > FILE_MAX) {
 		d->damage = DAMAGE_SIZE;
+		int rc = load_progress(d, &st, err);
+		if (rc != 0) {
+			dump_close(d);
+			return rc;
+		}
 		*out = d;
 		return 1;
 	}
@@ -135,6 +220,10 @@ static int claim(fs_reader *r, const char *path, fs_dump **out, blq_error *err)
 		d->damage = DAMAGE_VERSION;
 	d->off = BLQ__DUMP_HEADER;
 	d->version = d->file_version;
+	if ((rc = load_progress(d, &st, err)) != 0) {
+		dump_close(d);
+		return rc;
+	}
 	*out = d;
 	return 1;
 }
@@ -169,20 +258,70 @@ static int fs_record(blq_dump_reader *rd, void *dump, blq_dump_record *rec, blq_
 	fs_dump *d = dump;
 
 	(void)rd, (void)err;
-	if (d->damage != 0)
+	for (;;) {
+		if (d->damage != 0)
+			return 0;
+		size_t at = d->off;
+		int rc = blq__dump_rec_parse(d->buf, d->len, &d->off, rec);
+		if (rc == BLQ__DUMP_OK) {
+			uint64_t i = d->next++;
+			if (is_done(d, i))
+				continue; /* done in an earlier claim */
+			rec->version = d->version;
+			rec->index = i;
+			rec->deliveries = d->earlier_claims;
+			d->good++;
+			return 1;
+		}
+		if (rc != BLQ__DUMP_END) {
+			d->damage = rc;
+			d->damage_at = at;
+		}
 		return 0;
-	size_t at = d->off;
-	int rc = blq__dump_rec_parse(d->buf, d->len, &d->off, rec);
-	if (rc == BLQ__DUMP_OK) {
-		rec->version = d->version;
-		d->good++;
-		return 1;
 	}
-	if (rc != BLQ__DUMP_END) {
-		d->damage = rc;
-		d->damage_at = at;
+}
+
+static int fs_done(blq_dump_reader *rd, void *dump, uint64_t index, blq_error *err)
+{
+	fs_dump *d = dump;
+
+	(void)rd;
+	if (index >= d->next)
+		return blq__error_set(err, BLQ_EINVAL, "done: record %llu was not handed out",
+				      (unsigned long long)index);
+	if (is_done(d, index))
+		return 0;
+	uint64_t k = index - d->ck.prefix;
+	if (k >= UINT32_MAX)
+		return blq__error_set(err, BLQ_EINVAL, "done: record %llu is too far ahead",
+				      (unsigned long long)index);
+	if (k >= d->ck.nbits) {
+		size_t need = (size_t)(k / 8 + 1);
+		if (need > d->bits_cap) {
+			size_t cap = d->bits_cap ? d->bits_cap : 16;
+			while (cap < need)
+				cap *= 2;
+			unsigned char *p = realloc(d->ck.bits, cap);
+			if (p == NULL)
+				return blq__error_set(err, BLQ_ENOMEM, "fs reader: out of memory");
+			memset(p + d->bits_cap, 0, cap - d->bits_cap);
+			d->ck.bits = p;
+			d->bits_cap = cap;
+		}
+		d->ck.nbits = (uint32_t)k + 1;
 	}
+	d->ck.bits[k / 8] |= (unsigned char)(1u << (k % 8));
+	advance_prefix(d);
+	d->dirty = true;
 	return 0;
+}
+
+static int fs_sync(blq_dump_reader *rd, void *dump, blq_error *err)
+{
+	fs_dump *d = dump;
+
+	(void)rd;
+	return d->dirty ? store_ckpt(d, true, err) : 0;
 }
 
 static void describe(const fs_reader *r, const fs_dump *d, char *out, size_t cap)
@@ -244,30 +383,37 @@ static int fs_commit(blq_dump_reader *rd, void *dump, blq_error *err)
 	fs_dump *d = dump;
 	int rc = 0;
 
-	/* Records not read yet (the restorer stopped early) would be lost:
-	 * commit only what was read to its end. */
-	if (d->damage == 0 && d->off < d->len) {
-		blq_dump_record rec;
-
-		while (fs_record(rd, d, &rec, err) == 1)
-			;
-		if (d->damage == 0) {
-			dump_close(d);
-			return blq__error_set(err, BLQ_EINVAL, "commit before the last record");
-		}
+	/* Records not read or not done yet would be lost: commit only a
+	 * file read to its end (or its damage) with every record done. */
+	if ((d->damage == 0 && d->off < d->len) || d->ck.prefix < d->next) {
+		blq_error ignored;
+		fs_sync(rd, d, &ignored);
+		rc = blq__error_set(err, BLQ_EINVAL,
+				    "commit of \"%s\" before its last record was done", d->path);
+		dump_close(d);
+		return rc;
 	}
 	if (d->damage != 0)
 		rc = quarantine(r, d, err);
 	else if (unlink(d->path) != 0 && errno != ENOENT)
 		rc = blq__error_set(err, BLQ_EIO, "cannot remove \"%s\": %s", d->path,
 				    strerror(errno));
+	/* The data file first: a crash in between leaves a checkpoint naming
+	 * a file that is gone; a new file of that name ignores it. */
+	if (rc == 0)
+		unlink(d->ckpt);
 	dump_close(d);
 	return rc;
 }
 
 static void fs_release(blq_dump_reader *rd, void *dump)
 {
-	(void)rd;
+	fs_reader *r = (fs_reader *)rd;
+	blq_error err;
+
+	if (fs_sync(rd, dump, &err) != 0)
+		blq__dlog(&r->logger, BLQ_LOG_WARN, "dump %s: %s; its done records will come again",
+			  r->name, err.msg);
 	dump_close(dump);
 }
 
@@ -324,6 +470,8 @@ blq_dump_reader *blq_dump_fs_reader_new(const blq_dump_fs_config *cfg, blq_error
 	r->logger = cfg->logger;
 	r->r.next = fs_next;
 	r->r.record = fs_record;
+	r->r.done = fs_done;
+	r->r.sync = fs_sync;
 	r->r.commit = fs_commit;
 	r->r.release = fs_release;
 	r->r.destroy = fs_destroy;

@@ -9,14 +9,25 @@
  *      (XAUTOCLAIM): that consumer died mid-dump;
  *   3. new entries (XREADGROUP ... >).
  *   The group hands each entry to one consumer, so restorers sharing the
- *   stream never take the same entry under normal operation.
+ *   stream never take the same entry under normal operation. Step 1 runs
+ *   only while no dump of this reader is open (our pending entries include
+ *   those open dumps' entries).
+ * - Entries from steps 1 and 2 are redeliveries: XPENDING gives their
+ *   delivery counts (the current delivery included), handed out as
+ *   blq_dump_record.deliveries = count - 1.
  * - record() checks each entry: fields v and r present, v equal to the
  *   reader's version, r exactly one well-formed record (length, CRC). A bad
  *   entry is copied to "<key>:quarantine" (with its id and the reason) and
  *   acked with the rest: set aside, never deleted unseen.
- * - commit() acks and deletes the dump's entries (XACK + XDEL, pipelined);
- *   until then they stay pending, so a crash anywhere before it means the
- *   entries are delivered again: at least once.
+ * - done() queues an entry's ack; sync() (or a full queue of ACK_BATCH
+ *   acks) sends XACK and XDEL for them, pipelined. Until then an entry
+ *   stays pending, so a crash anywhere before it means it is delivered
+ *   again: at least once. commit() syncs; release() syncs what is done
+ *   and leaves the rest pending for this consumer (step 1).
+ * - refresh() re-claims (XCLAIM ... JUSTID: no delivery counted) the
+ *   entries of a dump that are not done, every claim_idle_ns / 4, so a
+ *   live restorer whose items wait long in its target keeps them: only a
+ *   dead (or cut-off) one's entries go idle long enough to be taken over.
  * - A missing group (a fresh server, a deleted key) is created again
  *   (XGROUP CREATE ... 0 MKSTREAM); I/O errors drop the connection and the
  *   restorer tries again at its next check (redis_conn.c backs off).
@@ -34,6 +45,8 @@
 
 #define DEFAULT_READ_COUNT 512u
 #define DEFAULT_CLAIM_IDLE 60000000000ull
+/* Acks queued by done() before they are sent without waiting for sync(). */
+#define ACK_BATCH 256u
 
 typedef struct redis_reader {
 	blq_dump_reader r; /* first */
@@ -41,7 +54,9 @@ typedef struct redis_reader {
 	char key[256], qkey[300], group[128], consumer[128];
 	char count[24], idle_ms[24];
 	uint64_t version;
+	uint64_t claim_idle_ns;
 	bool own_pending; /* look at our own pending entries first */
+	unsigned open;    /* dumps handed out, not committed or released */
 	char name[BLQ__DUMP_NAME_MAX + 1];
 	const blq_dump_metrics *metrics;
 	blq_logger logger;
@@ -51,6 +66,11 @@ typedef struct redis_dump {
 	redisReply *reply;
 	redisReply *entries; /* inside reply: [[id, [f, v, ...]], ...] */
 	size_t next;
+	uint32_t *deliveries; /* per entry, earlier deliveries; NULL: all 0 */
+	unsigned char *acked; /* per entry: 1 once acked (or being acked) */
+	size_t *acks;         /* entries done, ack not sent yet */
+	size_t nacks;
+	uint64_t refreshed_ns;
 } redis_dump;
 
 static bool is_str(const redisReply *r)
@@ -154,6 +174,67 @@ static redisReply *claim(redis_reader *rr, redisReply **entries, blq_error *err)
 	return NULL;
 }
 
+static const redisReply *entry_id(const redis_dump *d, size_t i)
+{
+	const redisReply *e = d->entries->element[i];
+
+	return e->type == REDIS_REPLY_ARRAY && e->elements >= 1 && is_str(e->element[0])
+		       ? e->element[0]
+		       : NULL;
+}
+
+/* Fills d->deliveries from XPENDING over the dump's id range (this
+ * consumer's entries; both lists are in id order). Best effort: without
+ * it every entry of a redelivered dump counts one earlier delivery. */
+static void delivery_counts(redis_reader *rr, redis_dump *d)
+{
+	size_t n = d->entries->elements;
+	const redisReply *first = NULL, *last = NULL;
+
+	d->deliveries = malloc(n * sizeof(*d->deliveries));
+	if (d->deliveries == NULL)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		d->deliveries[i] = 1;
+		const redisReply *id = entry_id(d, i);
+		if (id != NULL) {
+			if (first == NULL)
+				first = id;
+			last = id;
+		}
+	}
+	if (first == NULL)
+		return;
+	char cnt[24];
+	snprintf(cnt, sizeof(cnt), "%zu", n);
+	const char *argv[] = {"XPENDING", rr->key, rr->group, first->str, last->str, cnt,
+			      rr->consumer};
+	size_t lens[] = {8, strlen(rr->key), strlen(rr->group), first->len, last->len,
+			 strlen(cnt), strlen(rr->consumer)};
+	blq_error ignored;
+	redisReply *rep = blq__redis_call(&rr->conn, 7, argv, lens, &ignored);
+	if (rep == NULL)
+		return;
+	size_t j = 0;
+	for (size_t i = 0; rep->type == REDIS_REPLY_ARRAY && i < rep->elements; i++) {
+		const redisReply *p = rep->element[i];
+		if (p->type != REDIS_REPLY_ARRAY || p->elements < 4 || !is_str(p->element[0]) ||
+		    p->element[3]->type != REDIS_REPLY_INTEGER)
+			continue;
+		for (; j < n; j++) {
+			const redisReply *id = entry_id(d, j);
+			if (id != NULL && id->len == p->element[0]->len &&
+			    memcmp(id->str, p->element[0]->str, id->len) == 0) {
+				long long times = p->element[3]->integer;
+				d->deliveries[j] = times > 1 ? (uint32_t)(times - 1) : 0;
+				j++;
+				break;
+			}
+		}
+	}
+	freeReplyObject(rep);
+}
+
 static int rr_next(blq_dump_reader *rd, void **dump, blq_error *err)
 {
 	redis_reader *rr = (redis_reader *)rd;
@@ -163,7 +244,8 @@ static int rr_next(blq_dump_reader *rd, void **dump, blq_error *err)
 	if (err == NULL)
 		err = &local;
 	err->code = 0;
-	if (rr->own_pending) {
+	bool redelivery = true;
+	if (rr->own_pending && rr->open == 0) {
 		rep = read_group(rr, "0", &entries, err);
 		if (rep == NULL)
 			return err->code ? err->code : BLQ_EIO;
@@ -179,6 +261,7 @@ static int rr_next(blq_dump_reader *rd, void **dump, blq_error *err)
 			return err->code;
 	}
 	if (entries == NULL) {
+		redelivery = false;
 		rep = read_group(rr, ">", &entries, err);
 		if (rep == NULL)
 			return err->code ? err->code : BLQ_EIO;
@@ -188,12 +271,27 @@ static int rr_next(blq_dump_reader *rd, void **dump, blq_error *err)
 		}
 	}
 	redis_dump *d = calloc(1, sizeof(*d));
-	if (d == NULL) {
+	size_t n = entries->elements;
+	if (d != NULL) {
+		d->acked = calloc(n, 1);
+		d->acks = calloc(n, sizeof(*d->acks));
+	}
+	if (d == NULL || d->acked == NULL || d->acks == NULL) {
+		if (d != NULL) {
+			free(d->acked);
+			free(d->acks);
+			free(d);
+		}
 		freeReplyObject(rep);
+		rr->own_pending = true; /* they are ours now: read them again */
 		return blq__error_set(err, BLQ_ENOMEM, "redis reader: out of memory");
 	}
 	d->reply = rep;
 	d->entries = entries;
+	d->refreshed_ns = blq__monotonic_ns();
+	if (redelivery)
+		delivery_counts(rr, d);
+	rr->open++;
 	*dump = d;
 	return 1;
 }
@@ -268,103 +366,225 @@ static const char *check_entry(redis_reader *rr, const redisReply *fields, const
 	return NULL;
 }
 
+static void queue_ack(redis_dump *d, size_t i)
+{
+	if (d->acked[i])
+		return;
+	d->acked[i] = 1;
+	d->acks[d->nacks++] = i;
+}
+
 static int rr_record(blq_dump_reader *rd, void *dump, blq_dump_record *rec, blq_error *err)
 {
 	redis_reader *rr = (redis_reader *)rd;
 	redis_dump *d = dump;
 
 	while (d->next < d->entries->elements) {
-		const redisReply *e = d->entries->element[d->next++];
+		size_t i = d->next++;
+		const redisReply *e = d->entries->element[i];
 
 		if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 || !is_str(e->element[0]) ||
-		    e->element[1]->type != REDIS_REPLY_ARRAY)
-			continue; /* deleted meanwhile (nil fields): nothing to restore */
+		    e->element[1]->type != REDIS_REPLY_ARRAY) {
+			/* Deleted meanwhile (nil fields): nothing to restore,
+			 * but still pending: ack it. */
+			queue_ack(d, i);
+			continue;
+		}
 		const redisReply *v, *r;
 		const char *why = check_entry(rr, e->element[1], &v, &r, rec);
-		if (why == NULL)
+		if (why == NULL) {
+			rec->index = i;
+			rec->deliveries = d->deliveries != NULL ? d->deliveries[i] : 0;
 			return 1;
+		}
 		int rc = quarantine(rr, e->element[0], v, r, why, err);
 		if (rc != 0)
 			return rc;
+		queue_ack(d, i); /* set aside: the copy is in the quarantine */
 	}
 	return 0;
 }
 
-static void dump_free(redis_dump *d)
+static void dump_free(redis_reader *rr, redis_dump *d)
 {
+	rr->open--;
 	freeReplyObject(d->reply);
+	free(d->deliveries);
+	free(d->acked);
+	free(d->acks);
 	free(d);
 }
 
-static int rr_commit(blq_dump_reader *rd, void *dump, blq_error *err)
+/* Appends `cmd key [group] pre... ids... [post]` for the given entries to
+ * the pipeline. 0 or BLQ_EIO / BLQ_ENOMEM. */
+static int append_ids(redis_reader *rr, const char *cmd, bool with_group, const char *const *pre,
+		      int npre, const char *post, const redis_dump *d, const size_t *idx, size_t n,
+		      blq_error *err)
 {
-	redis_reader *rr = (redis_reader *)rd;
-	redis_dump *d = dump;
-	size_t n = d->entries->elements, argc = 0;
-	const char **argv = malloc((n + 3) * sizeof(*argv));
-	size_t *lens = malloc((n + 3) * sizeof(*lens));
+	size_t argc = 0, max = n + 8;
+	const char **argv = malloc(max * sizeof(*argv));
+	size_t *lens = malloc(max * sizeof(*lens));
 	int rc = 0;
 
 	if (argv == NULL || lens == NULL) {
 		rc = blq__error_set(err, BLQ_ENOMEM, "redis reader: out of memory");
 		goto out;
 	}
-	if ((rc = blq__redis_ready(&rr->conn, err)) != 0)
-		goto out;
-	/* XACK key group ids..., then XDEL key ids... (same ids, pipelined). */
-	argv[argc] = "XACK";
-	lens[argc++] = 4;
+	argv[argc] = cmd;
+	lens[argc++] = strlen(cmd);
 	argv[argc] = rr->key;
 	lens[argc++] = strlen(rr->key);
-	argv[argc] = rr->group;
-	lens[argc++] = strlen(rr->group);
+	if (with_group) {
+		argv[argc] = rr->group;
+		lens[argc++] = strlen(rr->group);
+	}
+	for (int k = 0; k < npre; k++) {
+		argv[argc] = pre[k];
+		lens[argc++] = strlen(pre[k]);
+	}
 	for (size_t i = 0; i < n; i++) {
-		const redisReply *e = d->entries->element[i];
-		if (e->type == REDIS_REPLY_ARRAY && e->elements >= 1 && is_str(e->element[0])) {
-			argv[argc] = e->element[0]->str;
-			lens[argc++] = e->element[0]->len;
+		const redisReply *id = entry_id(d, idx[i]);
+		if (id != NULL) {
+			argv[argc] = id->str;
+			lens[argc++] = id->len;
 		}
+	}
+	if (post != NULL) {
+		argv[argc] = post;
+		lens[argc++] = strlen(post);
 	}
 	if (redisAppendCommandArgv(rr->conn.c, (int)argc, argv, lens) != REDIS_OK) {
 		blq__redis_drop(&rr->conn, err);
 		rc = BLQ_EIO;
-		goto out;
 	}
-	/* hiredis copied the command: reuse argv as [_, XDEL, key, ids...]. */
-	argv[1] = "XDEL";
-	lens[1] = 4;
-	argv[2] = rr->key;
-	lens[2] = strlen(rr->key);
-	if (redisAppendCommandArgv(rr->conn.c, (int)argc - 1, argv + 1, lens + 1) != REDIS_OK) {
-		blq__redis_drop(&rr->conn, err);
-		rc = BLQ_EIO;
-		goto out;
-	}
-	for (int k = 0; k < 2; k++) {
+out:
+	free(argv);
+	free(lens);
+	return rc;
+}
+
+/* Reads n pipelined replies; the first error reply becomes the result. */
+static int read_replies(redis_reader *rr, int n, const char *const *names, blq_error *err)
+{
+	int rc = 0;
+
+	for (int k = 0; k < n; k++) {
 		redisReply *rep = NULL;
 		if (redisGetReply(rr->conn.c, (void **)&rep) != REDIS_OK) {
 			blq__redis_drop(&rr->conn, err);
-			rc = BLQ_EIO;
-			goto out;
+			return BLQ_EIO;
 		}
 		if (rep->type == REDIS_REPLY_ERROR && rc == 0)
-			rc = reply_error(rr, k == 0 ? "XACK" : "XDEL", rep, err);
+			rc = reply_error(rr, names[k], rep, err);
 		else
 			freeReplyObject(rep);
 	}
-out:
+	return rc;
+}
+
+static int rr_sync(blq_dump_reader *rd, void *dump, blq_error *err)
+{
+	redis_reader *rr = (redis_reader *)rd;
+	redis_dump *d = dump;
+	static const char *const names[] = {"XACK", "XDEL"};
+	int rc;
+
+	if (d->nacks == 0)
+		return 0;
+	if ((rc = blq__redis_ready(&rr->conn, err)) != 0)
+		return rc;
+	/* XACK key group ids..., then XDEL key ids... (same ids, pipelined):
+	 * the entry leaves the group's pending list and the stream. */
+	if ((rc = append_ids(rr, "XACK", true, NULL, 0, NULL, d, d->acks, d->nacks, err)) != 0 ||
+	    (rc = append_ids(rr, "XDEL", false, NULL, 0, NULL, d, d->acks, d->nacks, err)) != 0 ||
+	    (rc = read_replies(rr, 2, names, err)) != 0)
+		return rc;
+	d->nacks = 0;
+	return 0;
+}
+
+static int rr_done(blq_dump_reader *rd, void *dump, uint64_t index, blq_error *err)
+{
+	redis_dump *d = dump;
+
+	if (index >= d->next)
+		return blq__error_set(err, BLQ_EINVAL, "done: entry %llu was not handed out",
+				      (unsigned long long)index);
+	queue_ack(d, (size_t)index);
+	/* A failed early send is not an error: the acks stay queued for sync. */
+	if (d->nacks >= ACK_BATCH) {
+		blq_error ignored;
+		rr_sync(rd, dump, &ignored);
+	}
+	return 0;
+}
+
+static int rr_commit(blq_dump_reader *rd, void *dump, blq_error *err)
+{
+	redis_reader *rr = (redis_reader *)rd;
+	redis_dump *d = dump;
+	int rc = 0;
+
+	for (size_t i = 0; i < d->next; i++)
+		if (!d->acked[i]) {
+			rc = blq__error_set(err, BLQ_EINVAL, "commit before entry %zu was done", i);
+			break;
+		}
+	if (rc == 0 && d->next < d->entries->elements)
+		rc = blq__error_set(err, BLQ_EINVAL, "commit before the last entry was read");
+	int src = rr_sync(rd, dump, rc == 0 ? err : &(blq_error){0, ""});
+	if (rc == 0)
+		rc = src;
 	if (rc != 0)
-		rr->own_pending = true; /* still ours and pending: read it again */
-	free(argv);
-	free(lens);
-	dump_free(d);
+		rr->own_pending = true; /* still ours and pending: read them again */
+	dump_free(rr, d);
 	return rc;
 }
 
 static void rr_release(blq_dump_reader *rd, void *dump)
 {
-	((redis_reader *)rd)->own_pending = true;
-	dump_free(dump);
+	redis_reader *rr = (redis_reader *)rd;
+	blq_error err = {0, ""};
+
+	if (rr_sync(rd, dump, &err) != 0)
+		blq__dlog(&rr->logger, BLQ_LOG_WARN,
+			  "dump %s: redis %s: acks of done entries failed (%s); they will come "
+			  "again",
+			  rr->name, rr->conn.addr, err.msg);
+	rr->own_pending = true;
+	dump_free(rr, dump);
+}
+
+static int rr_refresh(blq_dump_reader *rd, void *dump, blq_error *err)
+{
+	redis_reader *rr = (redis_reader *)rd;
+	redis_dump *d = dump;
+	uint64_t now = blq__monotonic_ns();
+	static const char *const names[] = {"XCLAIM"};
+
+	if (now - d->refreshed_ns < rr->claim_idle_ns / 4)
+		return 0;
+	size_t *idx = malloc((d->next ? d->next : 1) * sizeof(*idx)), n = 0;
+	if (idx == NULL)
+		return blq__error_set(err, BLQ_ENOMEM, "redis reader: out of memory");
+	for (size_t i = 0; i < d->next; i++)
+		if (!d->acked[i])
+			idx[n++] = i;
+	/* Entries not handed out yet are ours too: keep them as well. */
+	for (size_t i = d->next; i < d->entries->elements; i++)
+		idx[n++] = i;
+	int rc = 0;
+	if (n > 0) {
+		/* XCLAIM key group consumer min-idle-time ids... JUSTID */
+		const char *pre[] = {rr->consumer, "0"};
+		if ((rc = blq__redis_ready(&rr->conn, err)) == 0 &&
+		    (rc = append_ids(rr, "XCLAIM", true, pre, 2, "JUSTID", d, idx, n, err)) == 0)
+			rc = read_replies(rr, 1, names, err);
+	}
+	free(idx);
+	if (rc == 0)
+		d->refreshed_ns = now;
+	return rc;
 }
 
 static void rr_destroy(blq_dump_reader *rd)
@@ -394,6 +614,12 @@ blq_dump_reader *blq_dump_redis_reader_new(const blq_dump_redis_config *cfg, blq
 	}
 	if (blq__dump_check_logger(&cfg->logger, "logger", err) != 0)
 		return NULL;
+	if (cfg->claim_idle_ns != 0 && cfg->claim_idle_ns < 1000000u) {
+		blq__error_set(err, BLQ_EINVAL,
+			       "claim_idle_ns: must be at least 1 ms (0: the default 60 s), got %llu",
+			       (unsigned long long)cfg->claim_idle_ns);
+		return NULL;
+	}
 	if (cfg->read_count > 100000) {
 		blq__error_set(err, BLQ_EINVAL, "read_count: must be <= 100000 entries per dump, got %zu",
 			       cfg->read_count);
@@ -422,10 +648,9 @@ blq_dump_reader *blq_dump_redis_reader_new(const blq_dump_redis_config *cfg, blq
 	}
 	snprintf(rr->count, sizeof(rr->count), "%zu",
 		 cfg->read_count ? cfg->read_count : (size_t)DEFAULT_READ_COUNT);
+	rr->claim_idle_ns = cfg->claim_idle_ns ? cfg->claim_idle_ns : DEFAULT_CLAIM_IDLE;
 	snprintf(rr->idle_ms, sizeof(rr->idle_ms), "%llu",
-		 (unsigned long long)((cfg->claim_idle_ns ? cfg->claim_idle_ns
-							  : DEFAULT_CLAIM_IDLE) /
-				      1000000u));
+		 (unsigned long long)(rr->claim_idle_ns / 1000000u));
 	rr->version = cfg->version;
 	rr->own_pending = true;
 	rr->metrics = cfg->metrics;
@@ -439,7 +664,10 @@ blq_dump_reader *blq_dump_redis_reader_new(const blq_dump_redis_config *cfg, blq
 	}
 	rr->r.next = rr_next;
 	rr->r.record = rr_record;
+	rr->r.done = rr_done;
+	rr->r.sync = rr_sync;
 	rr->r.commit = rr_commit;
+	rr->r.refresh = rr_refresh;
 	rr->r.release = rr_release;
 	rr->r.destroy = rr_destroy;
 	return &rr->r;

@@ -1,30 +1,46 @@
 /*
- * The restorer: feeds dumped items back into a queue, at least once.
+ * The restorer: feeds dumped items back into a queue, at least once, and
+ * commits each record only once its item reached an outcome there.
  *
  * Design
- * - One thread ("blq-restore") polls the reader every check_interval_ns
- *   (or at once after blq_restorer_kick) and restores every dump it can
- *   claim, one at a time, before sleeping again.
- * - For each record: a record already restored max_restores times goes to
- *   the dead store; otherwise it is decoded (restore count + 1) and offered
- *   with blq_try_enqueue while blq_rate(target) <= allow_rate. A too-full
- *   target (rate above allow_rate, or BLQ_EFULL) makes the restorer wait
- *   postpone_interval_ns and offer the same item again: an item is never
- *   dropped for lack of room. The target is used only through its public
- *   API (blq_rate, blq_try_enqueue).
- * - A dump is committed (file deleted or quarantined, entries acked) only
- *   after every record in it was accepted by the target or the dead store.
- *   Anything else (close, the target closing, a read or dead-store error)
- *   releases it unremoved: its items come back later, and those already
- *   accepted come back twice. That is the at-least-once contract; the
- *   original deleted a file as soon as its items sat in memory, so a crash
- *   lost them.
- * - A record the decoder refuses goes to the dead store, or without one is
- *   counted lost and logged: never silently.
- * - Lock: `mu` guards closing/kicked and the waits; counters are atomics
- *   written by the restorer thread only.
+ * - One thread ("blq-restore") claims dumps from the reader (several may
+ *   be open at once), decodes their records and offers each item to the
+ *   target with blq_try_enqueue_job and a completion hook, while
+ *   blq_rate(target) <= allow_rate. A too-full target (rate above
+ *   allow_rate, or BLQ_EFULL) makes it hold the item and offer it again
+ *   after postpone_interval_ns: an item is never dropped for lack of room.
+ * - A slot per record in flight (max_in_flight of them, allocated once):
+ *   the slot carries the item's hook. The hook runs on whichever thread
+ *   ends the item (a worker, mostly); it stores the outcome, pushes the
+ *   slot onto a lock-free stack (Treiber push; the restorer takes the
+ *   whole stack at once, so there is no ABA) and wakes the restorer only
+ *   when it sleeps. The hook takes no lock on the way of a busy restorer.
+ * - Outcomes: processed, failed, timed out and expired make the record
+ *   done; leaked makes it done once the target's DLQ made it durable
+ *   (blq_dlq_sync; a DLQ without sync counts at the hand-over); lost (the
+ *   target dropped it at a force close) and a refusal make it "returned":
+ *   not done, restored again later. A record past max_restores (restores
+ *   plus deliveries) or undecodable goes to the dead store and is done
+ *   once that write succeeded.
+ * - Done marks reach the reader with done(); sync() makes them durable
+ *   (a file's checkpoint, acks of stream entries). A dump whose records
+ *   were all handed out and all done is committed (file removed, entries
+ *   deleted); one with a returned record is released (what is done stays
+ *   done; the rest comes again).
+ * - The window: slots in use plus done marks not yet synced stay within
+ *   max_in_flight. So the restorer's memory is bounded, and a crash
+ *   restores again at most max_in_flight records that an outcome already
+ *   reached: the duplicates' bound. Marks and leaks are synced when the
+ *   window is full, and every SYNC_INTERVAL otherwise.
+ * - Lifetime: the slots and the stack live in a `hub` with a reference per
+ *   item in the target plus the restorer's own, so an outcome that comes
+ *   after blq_restorer_free still finds valid memory; it is just not
+ *   committed (the record comes again).
+ * - Lock: hub->mu guards closing/kicked and the waits; counters are
+ *   atomics written by the restorer thread only.
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,94 +50,422 @@
 
 #define DEFAULT_CHECK 1000000000ull
 #define DEFAULT_ALLOW_RATE 0.95
+#define DEFAULT_IN_FLIGHT 1024u
+#define IN_FLIGHT_LIMIT 1000000u
+#define DEFAULT_CLOSE_TIMEOUT 5000000000ull
+/* Done marks, leaks and dead records wait at most this long for a sync. */
+#define SYNC_INTERVAL 100000000ull
+/* How often the reader is asked to refresh its claims (it decides whether
+ * one is due: Redis, a quarter of claim_idle_ns). */
+#define REFRESH_INTERVAL 250000000ull
+
+typedef struct odump odump;
+typedef struct slot slot;
+typedef struct hub hub;
+
+/* An open dump. */
+struct odump {
+	void *h;           /* the reader's handle */
+	uint64_t handed;   /* its records in slots (not settled yet) */
+	uint64_t unsynced; /* its done marks not synced yet */
+	bool ended;        /* no more records will be read from it */
+	bool keep;         /* a record was returned: release, never commit */
+	odump *next;
+};
+
+enum slot_state {
+	S_FREE = 0,
+	S_TARGET, /* the item is in the target: its hook will run */
+	S_LEAKED, /* leaked from the target: waits for the DLQ's sync */
+	S_DEAD,   /* in the dead-store batch: waits for its write */
+};
+
+struct slot {
+	blq_done hook; /* {on_outcome, this slot} */
+	hub *hub;
+	odump *d;
+	uint64_t index;
+	size_t bytes;
+	int state;           /* restorer thread only */
+	_Atomic int outcome; /* written by the hook */
+	slot *next;          /* the done stack, or the restorer's lists */
+};
+
+struct hub {
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	bool closing, kicked;   /* under mu; closing also read atomically */
+	_Atomic(slot *) done;   /* slots whose item ended */
+	_Atomic int sleeping;   /* the restorer waits on cond */
+	_Atomic size_t refs;    /* the restorer's + one per item in the target */
+	size_t nslots;
+	slot slots[];
+};
 
 struct blq_restorer {
 	blq_restorer_config cfg;
 	char name[BLQ__DUMP_NAME_MAX + 1];
-	pthread_mutex_t mu;
-	pthread_cond_t cond;
+	hub *hub;
 	pthread_t thread;
-	bool closing, kicked, joined; /* under mu; closing also read atomically */
+	bool joined; /* under hub->mu */
 	struct blq_restorer_stats st; /* atomic adds by the restorer thread */
-	blq__buf dead;                /* this dump's records for the dead store */
+
+	/* The restorer thread's own state. */
+	slot *free_slots;
+	size_t in_use;     /* slots not free */
+	uint64_t unsynced; /* done marks not synced, all dumps */
+	odump *dumps;      /* open dumps */
+	odump *cur;        /* the one records are read from, or NULL */
+	slot *held;        /* a decoded item the target had no room for */
+	void *held_payload;
+	slot *leaks;       /* S_LEAKED slots */
+	slot *deads;       /* S_DEAD slots, in dead_buf */
+	blq__buf dead_buf;
 	size_t dead_count;
 	uint64_t dead_version;
+	bool dlq_volatile;   /* the target's DLQ has no sync */
+	bool target_refused; /* logged once per refusal episode */
+	uint64_t next_poll;  /* when next() may be asked again */
+	uint64_t poll_backoff;
+	uint64_t next_sync, next_refresh;
+	bool sync_ok; /* the last sync_all made everything durable */
 };
 
 #define COUNT(r, field, n) __atomic_fetch_add(&(r)->st.field, (n), __ATOMIC_RELAXED)
 
+/* ---- the hook and the hub ----------------------------------------- */
+
+static void hub_unref(hub *h)
+{
+	/* acq_rel: every push happens before the free. */
+	if (atomic_fetch_sub_explicit(&h->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	pthread_cond_destroy(&h->cond);
+	pthread_mutex_destroy(&h->mu);
+	free(h);
+}
+
+static void on_outcome(void *ctx, void *payload, enum blq_outcome o)
+{
+	slot *s = ctx;
+	hub *h = s->hub;
+
+	(void)payload;
+	atomic_store_explicit(&s->outcome, (int)o, memory_order_relaxed);
+	slot *top = atomic_load_explicit(&h->done, memory_order_relaxed);
+	do
+		s->next = top;
+	while (!atomic_compare_exchange_weak_explicit(&h->done, &top, s, memory_order_seq_cst,
+						      memory_order_relaxed));
+	/* seq_cst push, then the flag; the restorer stores the flag, then
+	 * looks at the stack (both seq_cst): one of us sees the other. */
+	if (atomic_load_explicit(&h->sleeping, memory_order_seq_cst)) {
+		pthread_mutex_lock(&h->mu);
+		pthread_cond_broadcast(&h->cond);
+		pthread_mutex_unlock(&h->mu);
+	}
+	hub_unref(h);
+}
+
 static bool closing(blq_restorer *r)
 {
-	return __atomic_load_n(&r->closing, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&r->hub->closing, __ATOMIC_ACQUIRE);
 }
 
-/* Waits ns unless closing; returns false when closing. */
-static bool pause_for(blq_restorer *r, uint64_t ns)
+/* Sleeps until an outcome, a kick, close, or deadline (monotonic ns). */
+static void wait_until(blq_restorer *r, uint64_t deadline)
 {
-	pthread_mutex_lock(&r->mu);
-	if (!r->closing)
-		blq__cond_wait_until(&r->cond, &r->mu, blq__sat_add(blq__monotonic_ns(), ns));
-	bool go_on = !r->closing;
-	pthread_mutex_unlock(&r->mu);
-	return go_on;
+	hub *h = r->hub;
+
+	pthread_mutex_lock(&h->mu);
+	atomic_store_explicit(&h->sleeping, 1, memory_order_seq_cst);
+	if (!h->closing && !h->kicked &&
+	    atomic_load_explicit(&h->done, memory_order_seq_cst) == NULL)
+		blq__cond_wait_until(&h->cond, &h->mu, deadline);
+	atomic_store_explicit(&h->sleeping, 0, memory_order_relaxed);
+	pthread_mutex_unlock(&h->mu);
 }
 
-/* Hands payload to the target; waits while it is too full. */
-static int offer(blq_restorer *r, void *payload)
+static bool take_kick(blq_restorer *r)
 {
-	for (;;) {
-		if (closing(r))
-			return BLQ_ECLOSED;
-		if (blq_rate(r->cfg.target) > r->cfg.allow_rate) {
-			COUNT(r, postponed, 1);
-			pause_for(r, r->cfg.postpone_interval_ns);
-			continue;
+	pthread_mutex_lock(&r->hub->mu);
+	bool k = r->hub->kicked;
+	r->hub->kicked = false;
+	pthread_mutex_unlock(&r->hub->mu);
+	return k;
+}
+
+/* ---- slots and dumps ---------------------------------------------- */
+
+static const char *why(const blq_error *e, int rc)
+{
+	return e->msg[0] ? e->msg : blq_strerror(rc);
+}
+
+static void read_error(blq_restorer *r, const char *what, const blq_error *e, int rc)
+{
+	COUNT(r, read_errors, 1);
+	blq__dlog(&r->cfg.logger, BLQ_LOG_WARN, "restorer %s: %s: %s", r->name, what, why(e, rc));
+}
+
+static void slot_free(blq_restorer *r, slot *s)
+{
+	s->state = S_FREE;
+	s->d = NULL;
+	s->next = r->free_slots;
+	r->free_slots = s;
+	r->in_use--;
+	__atomic_store_n(&r->st.in_flight, r->in_use, __ATOMIC_RELAXED);
+}
+
+static void unlink_dump(blq_restorer *r, odump *d)
+{
+	for (odump **p = &r->dumps; *p != NULL; p = &(*p)->next)
+		if (*p == d) {
+			*p = d->next;
+			break;
 		}
-		int rc = blq_try_enqueue(r->cfg.target, payload);
-		if (rc == 0)
-			return 0;
-		if (rc != BLQ_EFULL) {
-			blq__dlog(&r->cfg.logger, BLQ_LOG_WARN,
-				  "restorer %s: the target refused an item (%s); the dump is kept",
-				  r->name, blq_strerror(rc));
-			return rc;
-		}
-		COUNT(r, postponed, 1);
-		pause_for(r, r->cfg.postpone_interval_ns);
-	}
+	if (r->cur == d)
+		r->cur = NULL;
+	r->unsynced -= d->unsynced;
+	free(d);
 }
 
-static int to_dead(blq_restorer *r, const blq_dump_record *rec)
+/* Commits or releases d once nothing of it is in flight any more. */
+static void maybe_finish(blq_restorer *r, odump *d)
 {
-	int rc = blq__dump_rec_append(&r->dead, rec->data, rec->len, rec->restores);
+	blq_dump_reader *rd = r->cfg.reader;
 
-	if (rc == 0) {
-		r->dead_count++;
-		r->dead_version = rec->version;
+	if (!d->ended || d->handed > 0)
+		return;
+	if (d->keep) {
+		rd->release(rd, d->h);
+		COUNT(r, released, 1);
+	} else {
+		blq_error err = {0, ""};
+		int rc = rd->commit(rd, d->h, &err);
+		if (rc != 0)
+			read_error(r, "cannot remove a restored dump (its records not made durable "
+				      "will come again)",
+				   &err, rc);
+		else
+			COUNT(r, dumps, 1);
 	}
-	return rc;
+	unlink_dump(r, d);
 }
 
-static int flush_dead(blq_restorer *r)
+/* The record of s is done: tell the reader, free the slot. */
+static void settle_done(blq_restorer *r, slot *s)
 {
-	blq_dump_batch b = {r->dead_version, r->dead.p, r->dead.len, r->dead_count};
+	blq_dump_reader *rd = r->cfg.reader;
+	odump *d = s->d;
+	blq_error err = {0, ""};
+	int rc = rd->done(rd, d->h, s->index, &err);
+
+	if (rc != 0) {
+		read_error(r, "marking a record done (it will come again)", &err, rc);
+		d->keep = true;
+	} else {
+		d->unsynced++;
+		r->unsynced++;
+	}
+	d->handed--;
+	slot_free(r, s);
+	maybe_finish(r, d);
+}
+
+/* The record of s is not done: it comes again. */
+static void settle_returned(blq_restorer *r, slot *s)
+{
+	odump *d = s->d;
+
+	COUNT(r, returned, 1);
+	d->keep = true;
+	d->handed--;
+	slot_free(r, s);
+	maybe_finish(r, d);
+}
+
+/* ---- outcomes ----------------------------------------------------- */
+
+static void on_settled_item(blq_restorer *r, slot *s, enum blq_outcome o)
+{
+	switch (o) {
+	case BLQ_OUTCOME_PROCESSED:
+		COUNT(r, processed, 1);
+		break;
+	case BLQ_OUTCOME_FAILED:
+	case BLQ_OUTCOME_TIMED_OUT:
+		COUNT(r, failed, 1);
+		break;
+	case BLQ_OUTCOME_EXPIRED:
+		COUNT(r, expired, 1);
+		break;
+	case BLQ_OUTCOME_LEAKED:
+		COUNT(r, leaked, 1);
+		if (r->dlq_volatile)
+			break;
+		s->state = S_LEAKED;
+		s->next = r->leaks;
+		r->leaks = s;
+		return;
+	case BLQ_OUTCOME_LOST:
+	default:
+		settle_returned(r, s);
+		return;
+	}
+	COUNT(r, done, 1);
+	settle_done(r, s);
+}
+
+/* Takes the outcomes the hooks pushed. True when there were any. */
+static bool take_outcomes(blq_restorer *r)
+{
+	slot *s = atomic_exchange_explicit(&r->hub->done, NULL, memory_order_acquire);
+
+	if (s == NULL)
+		return false;
+	while (s != NULL) {
+		slot *next = s->next;
+
+		/* The hook dropped the item's hub reference itself. */
+		on_settled_item(r, s, (enum blq_outcome)atomic_load_explicit(
+					       &s->outcome, memory_order_relaxed));
+		s = next;
+	}
+	return true;
+}
+
+/* ---- syncing ------------------------------------------------------ */
+
+static int to_dead(blq_restorer *r, slot *s, const blq_dump_record *rec)
+{
+	int rc = blq__dump_rec_append(&r->dead_buf, rec->data, rec->len, rec->restores);
+
+	if (rc != 0)
+		return rc;
+	r->dead_count++;
+	r->dead_version = rec->version;
+	s->state = S_DEAD;
+	s->next = r->deads;
+	r->deads = s;
+	return 0;
+}
+
+static bool flush_dead(blq_restorer *r)
+{
+	blq_dump_batch b = {r->dead_version, r->dead_buf.p, r->dead_buf.len, r->dead_count};
 	blq_error err = {0, ""};
 	size_t done = 0;
 
 	if (r->dead_count == 0)
-		return 0;
+		return true;
 	int rc = r->cfg.dead->write(r->cfg.dead, &b, &done, &err);
 	if (rc != 0) {
+		COUNT(r, read_errors, 1);
 		blq__dlog(&r->cfg.logger, BLQ_LOG_ERROR,
-			  "restorer %s: dead store failed: %s; the dump is kept", r->name,
-			  err.msg[0] ? err.msg : blq_strerror(rc));
-		return rc;
+			  "restorer %s: dead store failed: %s; its records stay in flight", r->name,
+			  why(&err, rc));
+		return false;
 	}
 	COUNT(r, dead, r->dead_count);
-	return 0;
+	slot *s = r->deads;
+	r->deads = NULL;
+	r->dead_count = 0;
+	r->dead_buf.len = 0;
+	while (s != NULL) {
+		slot *next = s->next;
+		settle_done(r, s);
+		s = next;
+	}
+	return true;
 }
 
-static void lost_record(blq_restorer *r, int why)
+static bool sync_leaks(blq_restorer *r)
+{
+	if (r->leaks == NULL)
+		return true;
+	int rc = blq_dlq_sync(r->cfg.target);
+	if (rc == BLQ_ENOTSUP) {
+		r->dlq_volatile = true;
+		blq__dlog(&r->cfg.logger, BLQ_LOG_INFO,
+			  "restorer %s: the target's DLQ keeps items in memory only; a leaked item "
+			  "counts as done once that DLQ took it",
+			  r->name);
+	} else if (rc != 0) {
+		COUNT(r, read_errors, 1);
+		blq__dlog(&r->cfg.logger, BLQ_LOG_WARN,
+			  "restorer %s: the target's DLQ could not make leaked items durable (%s); "
+			  "their records wait",
+			  r->name, blq_strerror(rc));
+		return false;
+	}
+	slot *s = r->leaks;
+	r->leaks = NULL;
+	while (s != NULL) {
+		slot *next = s->next;
+		COUNT(r, done, 1);
+		settle_done(r, s);
+		s = next;
+	}
+	return true;
+}
+
+/* Makes leaks, dead records and done marks durable. */
+static void sync_all(blq_restorer *r, uint64_t now)
+{
+	blq_dump_reader *rd = r->cfg.reader;
+
+	bool ok = sync_leaks(r);
+	ok = flush_dead(r) && ok;
+	for (odump *d = r->dumps; d != NULL; d = d->next) {
+		if (d->unsynced == 0)
+			continue;
+		blq_error err = {0, ""};
+		int rc = rd->sync(rd, d->h, &err);
+		if (rc != 0) {
+			read_error(r, "making done records durable", &err, rc);
+			ok = false;
+			continue;
+		}
+		r->unsynced -= d->unsynced;
+		d->unsynced = 0;
+	}
+	r->sync_ok = ok;
+	r->next_sync = blq__sat_add(now, SYNC_INTERVAL);
+}
+
+static bool sync_pending(const blq_restorer *r)
+{
+	return r->unsynced > 0 || r->leaks != NULL || r->deads != NULL;
+}
+
+/* Slots in use plus marks not durable yet: what a crash would redo. */
+static bool window_full(const blq_restorer *r)
+{
+	return r->in_use + r->unsynced >= r->cfg.max_in_flight || r->free_slots == NULL;
+}
+
+static void refresh_all(blq_restorer *r, uint64_t now)
+{
+	blq_dump_reader *rd = r->cfg.reader;
+
+	r->next_refresh = blq__sat_add(now, REFRESH_INTERVAL);
+	if (rd->refresh == NULL)
+		return;
+	for (odump *d = r->dumps; d != NULL; d = d->next) {
+		blq_error err = {0, ""};
+		int rc = rd->refresh(rd, d->h, &err);
+		if (rc != 0)
+			read_error(r, "refreshing the claim on records in flight", &err, rc);
+	}
+}
+
+/* ---- feeding the target ------------------------------------------- */
+
+enum feed_stop { FEED_WINDOW, FEED_NO_DUMP, FEED_FULL, FEED_REFUSED, FEED_CLOSING };
+
+static void lost_record(blq_restorer *r, int rc)
 {
 	uint64_t n = COUNT(r, lost, 1) + 1;
 	const blq_dump_metrics *m = r->cfg.metrics;
@@ -132,91 +476,241 @@ static void lost_record(blq_restorer *r, int why)
 		blq__dlog(&r->cfg.logger, BLQ_LOG_WARN,
 			  "restorer %s: decoder refused a record (%s) and there is no dead store: "
 			  "lost (%llu so far)",
-			  r->name, blq_strerror(why), (unsigned long long)n);
+			  r->name, blq_strerror(rc), (unsigned long long)n);
 }
 
-/* Restores every record of dump. 0 when all were accepted. */
-static int restore_dump(blq_restorer *r, void *dump)
+/* Offers the held item. FEED_WINDOW when it went in (keep feeding). */
+static enum feed_stop offer_held(blq_restorer *r)
+{
+	slot *s = r->held;
+	hub *h = r->hub;
+
+	if (blq_rate(r->cfg.target) > r->cfg.allow_rate) {
+		COUNT(r, postponed, 1);
+		return FEED_FULL;
+	}
+	blq_job job = {.payload = r->held_payload, .done = &s->hook};
+	s->state = S_TARGET;
+	/* The hook may run before the call returns: its reference first. */
+	atomic_fetch_add_explicit(&h->refs, 1, memory_order_relaxed);
+	int rc = blq_try_enqueue_job(r->cfg.target, &job);
+	if (rc == 0) {
+		const blq_dump_metrics *m = r->cfg.metrics;
+
+		r->held = NULL;
+		r->target_refused = false;
+		COUNT(r, restored, 1);
+		COUNT(r, bytes_out, s->bytes);
+		if (m != NULL && m->restore_out != NULL)
+			m->restore_out(m->ctx, r->name, s->bytes);
+		return FEED_WINDOW;
+	}
+	atomic_fetch_sub_explicit(&h->refs, 1, memory_order_relaxed);
+	s->state = S_FREE;
+	if (rc == BLQ_EFULL) {
+		COUNT(r, postponed, 1);
+		return FEED_FULL;
+	}
+	if (!r->target_refused)
+		blq__dlog(&r->cfg.logger, BLQ_LOG_WARN,
+			  "restorer %s: the target refused an item (%s); its records are kept and "
+			  "tried again every check_interval",
+			  r->name, blq_strerror(rc));
+	r->target_refused = true;
+	if (r->cfg.item_free != NULL)
+		r->cfg.item_free(r->held_payload);
+	r->held = NULL;
+	/* Read no further: every open dump goes back once its items in
+	 * flight settle, and is claimed again at the next check. */
+	for (odump *d = r->dumps; d != NULL; d = d->next)
+		if (!d->ended)
+			d->ended = d->keep = true;
+	r->cur = NULL;
+	settle_returned(r, s);
+	for (odump *d = r->dumps, *next; d != NULL; d = next) {
+		next = d->next;
+		maybe_finish(r, d);
+	}
+	r->next_poll = blq__sat_add(blq__monotonic_ns(), r->cfg.check_interval_ns);
+	return FEED_REFUSED;
+}
+
+/* The next record of an open dump (claiming one if needed). 1 with *rec,
+ * 0 when none is available now. */
+static int next_record(blq_restorer *r, uint64_t now, blq_dump_record *rec)
 {
 	blq_dump_reader *rd = r->cfg.reader;
+
+	for (;;) {
+		if (r->cur == NULL) {
+			if (now < r->next_poll)
+				return 0;
+			void *h = NULL;
+			blq_error err = {0, ""};
+			int rc = rd->next(rd, &h, &err);
+			if (rc <= 0) {
+				if (rc < 0) {
+					read_error(r, "claiming a dump", &err, rc);
+					/* Back off up to 16 checks while it fails. */
+					r->poll_backoff = r->poll_backoff == 0
+								  ? r->cfg.check_interval_ns
+								  : r->poll_backoff * 2;
+					if (r->poll_backoff > 16 * r->cfg.check_interval_ns)
+						r->poll_backoff = 16 * r->cfg.check_interval_ns;
+				} else {
+					r->poll_backoff = r->cfg.check_interval_ns;
+				}
+				r->next_poll = blq__sat_add(now, r->poll_backoff);
+				return 0;
+			}
+			r->poll_backoff = 0;
+			odump *d = calloc(1, sizeof(*d));
+			if (d == NULL) {
+				rd->release(rd, h);
+				blq__dlog(&r->cfg.logger, BLQ_LOG_ERROR,
+					  "restorer %s: out of memory for a dump", r->name);
+				r->next_poll = blq__sat_add(now, r->cfg.check_interval_ns);
+				return 0;
+			}
+			d->h = h;
+			d->next = r->dumps;
+			r->dumps = d;
+			r->cur = d;
+		}
+		odump *d = r->cur;
+		blq_error err = {0, ""};
+		int rc = rd->record(rd, d->h, rec, &err);
+		if (rc == 1)
+			return 1;
+		if (rc < 0) {
+			read_error(r, "reading a dump", &err, rc);
+			d->keep = true;
+		}
+		d->ended = true;
+		r->cur = NULL;
+		maybe_finish(r, d);
+	}
+}
+
+/* Hands out records until the window is full or something stops it. */
+static enum feed_stop feed(blq_restorer *r, uint64_t now)
+{
 	const blq_dump_metrics *m = r->cfg.metrics;
 
-	r->dead.len = 0;
-	r->dead_count = 0;
 	for (;;) {
+		if (closing(r))
+			return FEED_CLOSING;
+		if (r->held != NULL) {
+			enum feed_stop why_stop = offer_held(r);
+			if (why_stop != FEED_WINDOW)
+				return why_stop;
+		}
+		if (window_full(r))
+			return FEED_WINDOW;
 		blq_dump_record rec;
-		blq_error err = {0, ""};
-		int rc = rd->record(rd, dump, &rec, &err);
-
-		if (rc < 0) {
-			COUNT(r, read_errors, 1);
-			blq__dlog(&r->cfg.logger, BLQ_LOG_WARN, "restorer %s: reading a dump: %s",
-				  r->name, err.msg[0] ? err.msg : blq_strerror(rc));
-			return rc;
-		}
-		if (rc == 0)
-			break;
+		if (next_record(r, now, &rec) == 0)
+			return FEED_NO_DUMP;
 		COUNT(r, records, 1);
-		if (r->cfg.max_restores > 0 && rec.restores >= r->cfg.max_restores) {
-			if ((rc = to_dead(r, &rec)) != 0)
-				return rc;
+		if (rec.deliveries > 0) {
+			COUNT(r, redelivered, 1);
+			if (m != NULL && m->redelivered != NULL)
+				m->redelivered(m->ctx, r->name, 1);
+		}
+		slot *s = r->free_slots;
+		r->free_slots = s->next;
+		r->in_use++;
+		__atomic_store_n(&r->st.in_flight, r->in_use, __ATOMIC_RELAXED);
+		s->d = r->cur;
+		s->d->handed++;
+		s->index = rec.index;
+		s->bytes = rec.len;
+
+		uint64_t times = (uint64_t)rec.restores + rec.deliveries;
+		if (r->cfg.max_restores > 0 && times >= r->cfg.max_restores) {
+			if (to_dead(r, s, &rec) != 0) {
+				blq__dlog(&r->cfg.logger, BLQ_LOG_ERROR,
+					  "restorer %s: out of memory for the dead store's batch",
+					  r->name);
+				settle_returned(r, s);
+			}
 			continue;
 		}
+		blq_dump_record in = rec;
+		in.restores = rec.restores < UINT32_MAX ? rec.restores + 1 : UINT32_MAX;
 		void *payload = NULL;
-		uint32_t times = rec.restores < UINT32_MAX ? rec.restores + 1 : UINT32_MAX;
-		rc = r->cfg.decoder.decode(r->cfg.decoder.ctx, rec.data, rec.len, times, &payload);
+		int rc = r->cfg.decoder.decode(r->cfg.decoder.ctx, &in, &payload);
 		if (rc != 0) {
-			if (r->cfg.dead == NULL)
+			if (r->cfg.dead == NULL) {
 				lost_record(r, rc);
-			else if ((rc = to_dead(r, &rec)) != 0)
-				return rc;
+				settle_done(r, s);
+			} else if (to_dead(r, s, &rec) != 0) {
+				settle_returned(r, s);
+			}
 			continue;
 		}
-		if ((rc = offer(r, payload)) != 0) {
-			if (r->cfg.item_free != NULL)
-				r->cfg.item_free(payload);
-			return rc;
-		}
-		COUNT(r, restored, 1);
-		COUNT(r, bytes_out, rec.len);
-		if (m != NULL && m->restore_out != NULL)
-			m->restore_out(m->ctx, r->name, rec.len);
+		r->held = s;
+		r->held_payload = payload;
 	}
-	return flush_dead(r);
 }
 
-/* Restores dumps until none is waiting, or until something stops it. */
-static void restore_all(blq_restorer *r)
+/* ---- the thread --------------------------------------------------- */
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
 {
-	blq_dump_reader *rd = r->cfg.reader;
+	return a < b ? a : b;
+}
 
-	while (!closing(r)) {
-		void *dump = NULL;
-		blq_error err = {0, ""};
-		int rc = rd->next(rd, &dump, &err);
+/* Close: stop reading, wait for the items in the target, settle what can
+ * be settled, commit or release every open dump. */
+static void shut_down(blq_restorer *r)
+{
+	uint64_t deadline = blq__sat_add(blq__monotonic_ns(), r->cfg.close_timeout_ns);
 
-		if (rc < 0) {
-			COUNT(r, read_errors, 1);
-			blq__dlog(&r->cfg.logger, BLQ_LOG_WARN, "restorer %s: %s", r->name,
-				  err.msg[0] ? err.msg : blq_strerror(rc));
-			return;
+	if (r->held != NULL) {
+		if (r->cfg.item_free != NULL)
+			r->cfg.item_free(r->held_payload);
+		slot *s = r->held;
+		r->held = NULL;
+		settle_returned(r, s);
+	}
+	for (odump *d = r->dumps; d != NULL; d = d->next)
+		if (!d->ended) {
+			d->ended = true;
+			d->keep = true; /* records not read yet: never commit */
 		}
-		if (rc == 0)
-			return;
-		if (restore_dump(r, dump) != 0) {
-			rd->release(rd, dump);
-			COUNT(r, released, 1);
-			return;
+	r->cur = NULL;
+	for (;;) {
+		take_outcomes(r);
+		uint64_t now = blq__monotonic_ns();
+		/* Everything left in slots is waiting for an outcome, a leak's
+		 * sync or the dead store. */
+		sync_all(r, now);
+		if (r->in_use == 0 || now >= deadline)
+			break;
+		hub *h = r->hub;
+		pthread_mutex_lock(&h->mu);
+		atomic_store_explicit(&h->sleeping, 1, memory_order_seq_cst);
+		if (atomic_load_explicit(&h->done, memory_order_seq_cst) == NULL)
+			blq__cond_wait_until(&h->cond, &h->mu, min_u64(deadline, now + 10000000u));
+		atomic_store_explicit(&h->sleeping, 0, memory_order_relaxed);
+		pthread_mutex_unlock(&h->mu);
+	}
+	/* Slots still busy: their records come again. Items still in the
+	 * target keep their slot (the hub outlives us); the others are
+	 * returned now. */
+	for (size_t i = 0; i < r->hub->nslots; i++) {
+		slot *s = &r->hub->slots[i];
+		if (s->state != S_FREE) {
+			COUNT(r, returned, 1);
+			s->d->keep = true;
 		}
-		if ((rc = rd->commit(rd, dump, &err)) != 0) {
-			COUNT(r, read_errors, 1);
-			blq__dlog(&r->cfg.logger, BLQ_LOG_WARN,
-				  "restorer %s: cannot remove a restored dump (its items will come "
-				  "again): %s",
-				  r->name, err.msg[0] ? err.msg : blq_strerror(rc));
-			return;
-		}
-		COUNT(r, dumps, 1);
+	}
+	r->leaks = r->deads = NULL;
+	__atomic_store_n(&r->st.in_flight, 0, __ATOMIC_RELAXED);
+	while (r->dumps != NULL) {
+		odump *d = r->dumps;
+		d->handed = 0;
+		maybe_finish(r, d);
 	}
 }
 
@@ -224,28 +718,53 @@ static void *run(void *arg)
 {
 	blq_restorer *r = arg;
 
-	pthread_mutex_lock(&r->mu);
-	while (!r->closing) {
-		r->kicked = false;
-		pthread_mutex_unlock(&r->mu);
-		restore_all(r);
-		pthread_mutex_lock(&r->mu);
-		if (!r->closing && !r->kicked)
-			blq__cond_wait_until(&r->cond, &r->mu,
-					     blq__sat_add(blq__monotonic_ns(), r->cfg.check_interval_ns));
+	r->sync_ok = true;
+	r->next_sync = blq__sat_add(blq__monotonic_ns(), SYNC_INTERVAL);
+	while (!closing(r)) {
+		take_outcomes(r);
+		uint64_t now = blq__monotonic_ns();
+		if (take_kick(r))
+			r->next_poll = 0;
+		if (now >= r->next_refresh)
+			refresh_all(r, now);
+		/* A window full of marks, leaks or dead records is synced at
+		 * once (unless the last sync failed: then at its interval). */
+		if (sync_pending(r) && (now >= r->next_sync || (window_full(r) && r->sync_ok)))
+			sync_all(r, now);
+		enum feed_stop stop = feed(r, now);
+		if (stop == FEED_CLOSING)
+			break;
+		if (stop == FEED_WINDOW && r->in_use < r->cfg.max_in_flight && sync_pending(r) &&
+		    r->sync_ok)
+			continue; /* full of marks: the sync above makes room */
+		/* Wake for the earliest of: an outcome (always), the next poll,
+		 * the postponed offer, a sync, a refresh. */
+		uint64_t until = r->next_refresh;
+		if (sync_pending(r))
+			until = min_u64(until, r->next_sync);
+		if (stop == FEED_NO_DUMP)
+			until = min_u64(until, r->next_poll);
+		else if (stop == FEED_FULL)
+			until = min_u64(until, blq__sat_add(now, r->cfg.postpone_interval_ns));
+		else if (stop == FEED_REFUSED)
+			until = min_u64(until, blq__sat_add(now, r->cfg.check_interval_ns));
+		wait_until(r, until);
 	}
-	pthread_mutex_unlock(&r->mu);
+	shut_down(r);
 	return NULL;
 }
+
+/* ---- the API ------------------------------------------------------ */
 
 static int check(const blq_restorer_config *c, blq_error *err)
 {
 	const blq_dump_reader *rd = c->reader;
 
-	if (rd == NULL || rd->next == NULL || rd->record == NULL || rd->commit == NULL ||
-	    rd->release == NULL)
+	if (rd == NULL || rd->next == NULL || rd->record == NULL || rd->done == NULL ||
+	    rd->sync == NULL || rd->commit == NULL || rd->release == NULL)
 		return blq__error_set(err, BLQ_EINVAL,
-				      "reader: required, with next, record, commit and release");
+				      "reader: required, with next, record, done, sync, commit and "
+				      "release");
 	if (c->decoder.decode == NULL)
 		return blq__error_set(err, BLQ_EINVAL,
 				      "decoder: decode is NULL (try blq_dump_bytes_decoder())");
@@ -254,11 +773,16 @@ static int check(const blq_restorer_config *c, blq_error *err)
 	int rc;
 	if ((rc = blq__dump_check_interval(c->check_interval_ns, "check_interval_ns", false, err)) ||
 	    (rc = blq__dump_check_interval(c->postpone_interval_ns, "postpone_interval_ns", false,
-					   err)))
+					   err)) ||
+	    (rc = blq__dump_check_interval(c->close_timeout_ns, "close_timeout_ns", false, err)))
 		return rc;
 	if (isnan(c->allow_rate) || c->allow_rate < 0.0 || c->allow_rate > 1.0)
 		return blq__error_set(err, BLQ_EINVAL, "allow_rate: must be in (0, 1], got %g",
 				      c->allow_rate);
+	if (c->max_in_flight > IN_FLIGHT_LIMIT)
+		return blq__error_set(err, BLQ_EINVAL,
+				      "max_in_flight: must be 1..%u (0: the default %u), got %zu",
+				      IN_FLIGHT_LIMIT, DEFAULT_IN_FLIGHT, c->max_in_flight);
 	if (c->max_restores > 0 && (c->dead == NULL || c->dead->write == NULL))
 		return blq__error_set(err, BLQ_EINVAL,
 				      "dead: required with max_restores (where else would those "
@@ -266,6 +790,24 @@ static int check(const blq_restorer_config *c, blq_error *err)
 	if (c->dead != NULL && c->dead->write == NULL)
 		return blq__error_set(err, BLQ_EINVAL, "dead: write is NULL");
 	return blq__dump_check_logger(&c->logger, "logger", err);
+}
+
+static hub *hub_new(size_t n)
+{
+	hub *h = calloc(1, sizeof(*h) + n * sizeof(slot));
+
+	if (h == NULL)
+		return NULL;
+	h->nslots = n;
+	atomic_init(&h->refs, 1);
+	pthread_mutex_init(&h->mu, NULL);
+	blq__cond_init_monotonic(&h->cond);
+	for (size_t i = 0; i < n; i++) {
+		h->slots[i].hook.fn = on_outcome;
+		h->slots[i].hook.ctx = &h->slots[i];
+		h->slots[i].hub = h;
+	}
+	return h;
 }
 
 blq_restorer *blq_restorer_new(const blq_restorer_config *cfg, blq_error *err)
@@ -294,11 +836,23 @@ blq_restorer *blq_restorer_new(const blq_restorer_config *cfg, blq_error *err)
 		r->cfg.postpone_interval_ns = r->cfg.check_interval_ns;
 	if (r->cfg.allow_rate == 0.0)
 		r->cfg.allow_rate = DEFAULT_ALLOW_RATE;
-	pthread_mutex_init(&r->mu, NULL);
-	blq__cond_init_monotonic(&r->cond);
+	if (r->cfg.max_in_flight == 0)
+		r->cfg.max_in_flight = DEFAULT_IN_FLIGHT;
+	if (r->cfg.close_timeout_ns == 0)
+		r->cfg.close_timeout_ns = DEFAULT_CLOSE_TIMEOUT;
+	r->hub = hub_new(r->cfg.max_in_flight);
+	if (r->hub == NULL) {
+		blq__error_set(err, BLQ_ENOMEM, "restorer: out of memory for %zu slots",
+			       r->cfg.max_in_flight);
+		free(r);
+		return NULL;
+	}
+	for (size_t i = r->hub->nslots; i-- > 0;) {
+		r->hub->slots[i].next = r->free_slots;
+		r->free_slots = &r->hub->slots[i];
+	}
 	if (blq__dump_thread(&r->thread, run, r, "blq-restore", "restorer", r->name, err) != 0) {
-		pthread_cond_destroy(&r->cond);
-		pthread_mutex_destroy(&r->mu);
+		hub_unref(r->hub);
 		free(r);
 		return NULL;
 	}
@@ -309,10 +863,10 @@ int blq_restorer_kick(blq_restorer *r)
 {
 	if (r == NULL)
 		return BLQ_EINVAL;
-	pthread_mutex_lock(&r->mu);
-	r->kicked = true;
-	pthread_cond_broadcast(&r->cond);
-	pthread_mutex_unlock(&r->mu);
+	pthread_mutex_lock(&r->hub->mu);
+	r->hub->kicked = true;
+	pthread_cond_broadcast(&r->hub->cond);
+	pthread_mutex_unlock(&r->hub->mu);
 	return 0;
 }
 
@@ -320,12 +874,13 @@ int blq_restorer_close(blq_restorer *r)
 {
 	if (r == NULL)
 		return BLQ_EINVAL;
-	pthread_mutex_lock(&r->mu);
-	__atomic_store_n(&r->closing, true, __ATOMIC_RELEASE);
-	pthread_cond_broadcast(&r->cond);
+	hub *h = r->hub;
+	pthread_mutex_lock(&h->mu);
+	__atomic_store_n(&h->closing, true, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&h->cond);
 	bool join = !r->joined;
 	r->joined = true;
-	pthread_mutex_unlock(&r->mu);
+	pthread_mutex_unlock(&h->mu);
 	if (join)
 		pthread_join(r->thread, NULL);
 	return 0;
@@ -336,9 +891,8 @@ void blq_restorer_free(blq_restorer *r)
 	if (r == NULL)
 		return;
 	blq_restorer_close(r);
-	blq__buf_free(&r->dead);
-	pthread_cond_destroy(&r->cond);
-	pthread_mutex_destroy(&r->mu);
+	blq__buf_free(&r->dead_buf);
+	hub_unref(r->hub); /* the hooks of items still in the target hold theirs */
 	free(r);
 }
 

@@ -250,5 +250,7 @@ int blq__config_check(const blq_config *c, blq_error *err)
 		return rc;
 	if (c->logger.log == NULL && c->logger.ctx != NULL)
 		return bad(err, "%s: ctx is set but log is NULL", "logger");
+	if (c->on_done.fn == NULL && c->on_done.ctx != NULL)
+		return bad(err, "%s: ctx is set but fn is NULL", "on_done");
 	return 0;
 }

@@ -317,18 +317,20 @@ int blq_try_enqueue(blq *q, void *payload)
 	return enqueue_payload(q, payload, BLQ__TRY);
 }
 
-int blq__enqueue_job_waiter(blq *q, const blq_job *job, struct blq__waiter *w)
+int blq__enqueue_job_as(blq *q, const blq_job *job, const blq_done *done, bool try_only)
 {
 	if (q == NULL || job == NULL)
 		return BLQ_EINVAL;
 	if (job->delay_ns > BLQ__INTERVAL_LIMIT || job->deadline_ns > BLQ__INTERVAL_LIMIT ||
 	    job->timeout_ns > BLQ__INTERVAL_LIMIT)
 		return BLQ_EINVAL; /* see blq_enqueue_job */
+	if (done != NULL && done->fn == NULL)
+		return BLQ_EINVAL; /* a hook that cannot be called */
 
 	uint64_t delay = job->delay_ns != 0 ? job->delay_ns : q->cfg.delay_interval_ns;
 	blq__item it = {
 		.payload = job->payload,
-		.waiter = w,
+		.done = done,
 		.deadline_ns = job->deadline_ns != 0 ? job->deadline_ns : q->cfg.deadline_interval_ns,
 		.timeout_ns = job->timeout_ns != 0 ? job->timeout_ns : q->cfg.timeout_ns,
 		.attempt = 1,
@@ -336,12 +338,17 @@ int blq__enqueue_job_waiter(blq *q, const blq_job *job, struct blq__waiter *w)
 	/* A deadline at or before the delay would expire every time. */
 	if (it.deadline_ns != 0 && it.deadline_ns <= delay)
 		return BLQ_EINVAL;
-	return enqueue_item(q, &it, BLQ__BLOCK, delay, job->weight);
+	return enqueue_item(q, &it, try_only ? BLQ__TRY : BLQ__BLOCK, delay, job->weight);
 }
 
 int blq_enqueue_job(blq *q, const blq_job *job)
 {
-	return blq__enqueue_job_waiter(q, job, NULL);
+	return blq__enqueue_job_as(q, job, job != NULL ? job->done : NULL, false);
+}
+
+int blq_try_enqueue_job(blq *q, const blq_job *job)
+{
+	return blq__enqueue_job_as(q, job, job != NULL ? job->done : NULL, true);
 }
 
 static int enqueuer_cb(void *self, void *payload)
@@ -351,7 +358,17 @@ static int enqueuer_cb(void *self, void *payload)
 
 blq_enqueuer blq_as_enqueuer(blq *q)
 {
+	/* No sync: the target keeps items in memory. */
 	blq_enqueuer e = {.enqueue = enqueuer_cb, .self = q};
 
 	return e;
+}
+
+int blq_dlq_sync(blq *q)
+{
+	if (q == NULL)
+		return BLQ_EINVAL;
+	if (q->cfg.dlq.enqueue == NULL || q->cfg.dlq.sync == NULL)
+		return BLQ_ENOTSUP;
+	return q->cfg.dlq.sync(q->cfg.dlq.self);
 }

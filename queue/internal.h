@@ -251,8 +251,9 @@ enum blq__mode { BLQ__BLOCK, BLQ__TRY, BLQ__TIMER };
  * owned by the DLQ); BLQ_EFULL (try) or BLQ_ECLOSED: not placed, the
  * caller still holds the item. */
 int blq__place(blq *q, blq__cell *c, blq__item *it, enum blq__mode mode, bool *pushed);
-/* blq_enqueue_job with a wait record for blq_enqueue_wait (wait.c). */
-int blq__enqueue_job_waiter(blq *q, const blq_job *job, struct blq__waiter *w);
+/* blq_enqueue_job (or, with try_only, blq_try_enqueue_job) with `done` as
+ * the item's hook in place of job->done (blq_enqueue_wait's, wait.c). */
+int blq__enqueue_job_as(blq *q, const blq_job *job, const blq_done *done, bool try_only);
 
 /* outcome.c: the one place where items end (counts, frees, DLQ, metrics,
  * and the blq_enqueue_wait caller). */
@@ -263,9 +264,6 @@ void blq__to_dlq(blq *q, blq__cell *c, const blq__item *it, _Atomic uint64_t *le
 		 enum blq_leak_dir dir);
 /* An item still queued at a force close: to the DLQ, or lost. */
 void blq__abandon(blq *q, blq__cell *c, const blq__item *it);
-
-/* wait.c */
-void blq__waiter_done(struct blq__waiter *w, enum blq_outcome o);
 
 /* retry.c: a failed attempt with retries left. True when the item went
  * somewhere (the timer, a ring, the DLQ); false: no room anywhere, run it

@@ -2,22 +2,28 @@
  * Outcomes: the one place where an item ends. Each function counts the
  * outcome in a cell, disposes of the payload as blq_stats documents
  * (item_free, the DLQ, or nothing when the worker kept it), reports the
- * metrics event, and then tells a blq_enqueue_wait caller, if the item has
- * one, so that its caller sees the counters already updated.
+ * metrics event, and then runs the completion hooks (the job's, then the
+ * config's), so that a hook sees the counters already updated.
+ * blq_enqueue_wait is one such hook (wait.c).
  */
 #include "internal.h"
 
-static void finish(const blq__item *it, enum blq_outcome o)
+static void finish(const blq *q, const blq__item *it, enum blq_outcome o)
 {
-	if (it->waiter != NULL)
-		blq__waiter_done(it->waiter, o);
+	/* Read the hook before calling it: once fn ran, its owner may free
+	 * it (blq_enqueue_wait's record does). */
+	const blq_done *d = it->done;
+
+	if (d != NULL)
+		d->fn(d->ctx, it->payload, o);
+	if (q->cfg.on_done.fn != NULL)
+		q->cfg.on_done.fn(q->cfg.on_done.ctx, it->payload, o);
 }
 
 void blq__processed(blq *q, blq__cell *own, const blq__item *it)
 {
-	(void)q;
 	blq__count_own(&own->processed);
-	finish(it, BLQ_OUTCOME_PROCESSED);
+	finish(q, it, BLQ_OUTCOME_PROCESSED);
 }
 
 void blq__drop(blq *q, const blq__item *it, _Atomic uint64_t *counter, enum blq_outcome o)
@@ -25,7 +31,7 @@ void blq__drop(blq *q, const blq__item *it, _Atomic uint64_t *counter, enum blq_
 	if (q->cfg.item_free != NULL)
 		q->cfg.item_free(it->payload);
 	blq__count_shared(counter);
-	finish(it, o);
+	finish(q, it, o);
 }
 
 void blq__lose(blq *q, blq__cell *c, const blq__item *it)
@@ -46,7 +52,7 @@ void blq__to_dlq(blq *q, blq__cell *c, const blq__item *it, _Atomic uint64_t *le
 		blq__count_shared(leak_counter);
 		if (m != NULL && m->queue_leak != NULL)
 			m->queue_leak(m->ctx, q->name, dir);
-		finish(it, BLQ_OUTCOME_LEAKED);
+		finish(q, it, BLQ_OUTCOME_LEAKED);
 		return;
 	}
 	/* The DLQ refused: we still own the payload. Never silent. */

@@ -26,12 +26,12 @@
 
 #define BLQ__CACHELINE 64
 
-struct blq__waiter;
+#include <blq/queue.h>
 
 /* What the queue keeps per item, by value in the slot. */
 typedef struct blq__item {
 	void *payload;
-	struct blq__waiter *waiter; /* blq_enqueue_wait's caller, or NULL */
+	const blq_done *done; /* the job's completion hook, or NULL */
 	uint64_t enq_ns;      /* 0 unless the queue stamps items */
 	uint64_t deadline_ns; /* absolute on the queue's clock; 0 = none */
 	uint64_t timeout_ns;  /* run-time limit of one attempt; 0 = none */

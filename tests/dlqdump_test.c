@@ -631,6 +631,7 @@ Test(dlqdump, items_past_max_restores_go_to_the_dead_store)
 	while (drd->next(drd, &dump, &err) == 1) {
 		blq_dump_record rec;
 		while (drd->record(drd, dump, &rec, &err) == 1) {
+			cr_expect_eq(drd->done(drd, dump, rec.index, &err), 0);
 			cr_expect_eq(rec.restores, 3);
 			recs++;
 		}
@@ -761,8 +762,10 @@ Test(dlqdump, a_removed_quarantine_directory_is_made_again)
 	blq_error err;
 	unsigned handed = 0;
 	cr_assert_eq(rd->next(rd, &dump, &err), 1);
-	while (rd->record(rd, dump, &rec, &err) == 1)
+	while (rd->record(rd, dump, &rec, &err) == 1) {
+		cr_expect_eq(rd->done(rd, dump, rec.index, &err), 0, "%s", err.msg);
 		handed++;
+	}
 	cr_expect_eq(rd->commit(rd, dump, &err), 0, "%s", err.msg);
 	cr_expect_eq(handed, 2);
 	cr_expect_eq(rd->next(rd, &dump, &err), 0, "nothing left to restore again");

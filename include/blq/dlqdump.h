@@ -3,7 +3,7 @@
  *
  *   source queue --leak--> blq_dump --batch--> writer (fs files | Redis stream)
  *                                                 |
- *   target queue <--blq_try_enqueue-- blq_restorer <-- reader
+ *   target queue <--blq_try_enqueue_job-- blq_restorer <-- reader
  *
  * - A dump (blq_dump) is a blq_enqueuer, so it can be any queue's DLQ. It
  *   encodes each payload (blq_dump_encoder) into an in-memory batch, frees
@@ -18,8 +18,14 @@
  *   counted (stats, dlqdump_lost_total) and logged.
  * - A restorer (blq_restorer) polls a reader, decodes each record
  *   (blq_dump_decoder) and enqueues it into the target queue while the
- *   target's fill rate allows; it removes a dump (deletes the file, acks the
- *   entries) only after every item in it was accepted: at least once.
+ *   target's fill rate allows, with a completion hook (blq_done). A record
+ *   is committed (marked done in the file's checkpoint, or acked and
+ *   deleted from the stream) only once its item reached an outcome in the
+ *   target; an item that leaked into a dump counts once that dump made it
+ *   durable. A file goes when all its records are done. A restorer that
+ *   dies leaves its uncommitted records to be restored again: at least
+ *   once, with at most max_in_flight duplicates per dead restorer, each
+ *   marked as a redelivery (blq_dump_record.deliveries).
  *
  * The on-disk format (README, "Dumping a DLQ"): a 16-byte header
  * ("BLQD", format 1, flags 0, the user's version), then records of
@@ -69,6 +75,9 @@ typedef struct blq_dump_metrics {
 		      size_t bytes);
 	/* The restorer's target accepted an item: size_out += 1, bytes_out += bytes. */
 	void (*restore_out)(void *ctx, const char *name, size_t bytes);
+	/* The restorer handed out a record that an earlier delivery may have
+	 * processed already (blq_dump_record.deliveries > 0). Optional. */
+	void (*redelivered)(void *ctx, const char *name, uint64_t items);
 	/* Items lost: refused (no room while writes fail, encoder error) or
 	 * dropped at close when no writer took them; restorer: undecodable
 	 * records without a dead store. */
@@ -93,14 +102,19 @@ typedef struct blq_dump_encoder {
 	void *ctx;
 } blq_dump_encoder;
 
+typedef struct blq_dump_record blq_dump_record;
+
 /* Turns bytes back into a payload. */
 typedef struct blq_dump_decoder {
-	/* Makes a payload from len bytes at data (valid only during the
-	 * call); restores is the number of times this item has been restored,
-	 * this time included. Return 0 with *payload set (the restorer then
-	 * owns it), or a negative BLQ_E* code. Called from the restorer's
-	 * thread. */
-	int (*decode)(void *ctx, const void *data, size_t len, uint32_t restores, void **payload);
+	/* Makes a payload from rec->len bytes at rec->data (valid only
+	 * during the call). rec->restores is the number of times this item
+	 * has been restored, this time included; rec->deliveries > 0 says an
+	 * earlier delivery of this very record may have been processed (its
+	 * restorer died before it could commit): carry it into the payload
+	 * so the worker can make its work idempotent. Return 0 with *payload
+	 * set (the restorer then owns it), or a negative BLQ_E* code. Called
+	 * from the restorer's thread. */
+	int (*decode)(void *ctx, const blq_dump_record *rec, void **payload);
 	void *ctx;
 } blq_dump_decoder;
 
@@ -108,6 +122,9 @@ typedef struct blq_dump_decoder {
  * bytes codec. One allocation; free it with free(). */
 typedef struct blq_bytes {
 	uint32_t restores; /* times restored from a dump; carried through dumps */
+	/* Set by the decoder: earlier deliveries of the same record that may
+	 * have been processed (0: a first delivery). Not written to dumps. */
+	uint32_t deliveries;
 	size_t len;
 	unsigned char data[];
 } blq_bytes;
@@ -136,12 +153,19 @@ BLQ_API blq_dump_decoder blq_dump_string_decoder(void);
 /* ---- writers and readers ------------------------------------------ */
 
 /* Records as a reader hands them out. */
-typedef struct blq_dump_record {
+struct blq_dump_record {
 	const void *data; /* valid until the next call on the reader */
 	size_t len;
-	uint32_t restores;
+	uint32_t restores; /* as stored: times restored before */
+	/* Times this record was handed to a restorer before without being
+	 * committed (its restorer died or released it): an upper bound, 0 for
+	 * a first delivery. */
+	uint32_t deliveries;
 	uint64_t version;
-} blq_dump_record;
+	/* The record's place in its dump, 0-based and increasing: what
+	 * done() takes. */
+	uint64_t index;
+};
 
 /* A batch handed to a writer: count records in the record layout
  * ({u32 len, u32 restores, u32 crc32c, bytes}...), len bytes in total. */
@@ -170,25 +194,42 @@ struct blq_dump_writer {
 };
 
 /*
- * A reader: hands out dumps (a file, a batch of stream entries) one at a
- * time. Called from one restorer's thread.
+ * A reader: hands out dumps (a file, a batch of stream entries), several
+ * open at once, and takes back which of their records are done. Called
+ * from one restorer's thread only.
  */
 typedef struct blq_dump_reader blq_dump_reader;
 struct blq_dump_reader {
-	/* Claim the next dump nobody else holds. Return 1 with *dump set,
-	 * 0 when there is none now, or a negative BLQ_E* code (err says why). */
+	/* Claim the next dump nobody else holds (nor this reader: a dump it
+	 * has open is not handed out twice). Return 1 with *dump set, 0 when
+	 * there is none now, or a negative BLQ_E* code (err says why). */
 	int (*next)(blq_dump_reader *r, void **dump, blq_error *err);
 	/* The claimed dump's next good record. Return 1 with *rec set, 0 at
 	 * the end (a damaged dump ends at its damage; the reader reports it
 	 * and sets the dump aside at commit), or a negative code (I/O error:
 	 * the restorer releases the dump). */
 	int (*record)(blq_dump_reader *r, void *dump, blq_dump_record *rec, blq_error *err);
-	/* Every record handed out was accepted: remove the dump (delete the
-	 * file or quarantine it when damaged; ack the entries). Frees dump.
-	 * Return 0 or a negative code (the dump will be read again). */
+	/* Record `index` of dump is done (its item reached its outcome). The
+	 * reader may keep the mark in memory until sync. Return 0 or a
+	 * negative code. */
+	int (*done)(blq_dump_reader *r, void *dump, uint64_t index, blq_error *err);
+	/* Make every done mark of dump durable (a file's checkpoint; acks of
+	 * stream entries), so a crash after it does not restore those records
+	 * again. Return 0 or a negative code (the marks stay; call again). */
+	int (*sync)(blq_dump_reader *r, void *dump, blq_error *err);
+	/* Every record was handed out (record returned 0) and done: remove
+	 * the dump (delete the file or quarantine it when damaged; ack and
+	 * delete the entries). Frees dump. Return 0 or a negative code (the
+	 * records not made durable will be restored again). */
 	int (*commit)(blq_dump_reader *r, void *dump, blq_error *err);
-	/* Give the dump back unremoved, for a later attempt. Frees dump. */
+	/* Give the dump back: its done marks are made durable (as sync, best
+	 * effort), the other records come again later. Frees dump. */
 	void (*release)(blq_dump_reader *r, void *dump);
+	/* Keep this reader's claim on the dump's records that are not done
+	 * alive, so other restorers do not take them over while they run
+	 * (Redis: XCLAIM ... JUSTID). Optional (NULL); return 0 or a negative
+	 * code. */
+	int (*refresh)(blq_dump_reader *r, void *dump, blq_error *err);
 	/* Frees the reader; NULL when the caller owns its storage. */
 	void (*destroy)(blq_dump_reader *r);
 };
@@ -242,7 +283,13 @@ BLQ_API blq_dump_writer *blq_dump_fs_writer_new(const blq_dump_fs_config *cfg, b
 /**
  * blq_dump_fs_reader_new() - a reader of the files matching `match`, oldest
  * name first. A file is locked (flock) while restored, so restorers on one
- * host skip each other's files. A file with a bad magic, another version, a
+ * host skip each other's files, and a dead restorer's lock goes with it.
+ * Progress lives in a checkpoint beside each file (".<name>.ckpt": the
+ * done records, and how many restorers claimed the file), written at
+ * claim and at each sync (fsync'd, then renamed over the last one): a
+ * restart skips the records done and marks the others as redeliveries.
+ * A file and its checkpoint are removed once all its records are done.
+ * A file with a bad magic, another version, a
  * bad checksum, a truncated tail or an absurd length is moved to the
  * quarantine directory after its good records were restored (never
  * deleted), with a log line (warn) and the quarantined metric.
@@ -271,8 +318,10 @@ typedef struct blq_dump_redis_config {
 	/* Reader: entries per dump. Default 512; at most 100000. */
 	size_t read_count;
 	/* Reader: entries another consumer has held this long unacked are
-	 * taken over (XAUTOCLAIM): the owner died. Default 60 s; set it above
-	 * the time a dump takes to restore. */
+	 * taken over (XAUTOCLAIM): the owner died. Default 60 s, at least
+	 * 1 ms. A live restorer refreshes its claim on the entries in its
+	 * target every claim_idle_ns / 4, so this bounds how long a dead
+	 * one's entries wait, not how long an item may take. */
 	uint64_t claim_idle_ns;
 	/* Reader: the version it accepts; other entries are moved to
 	 * "<key>:quarantine". */
@@ -298,9 +347,11 @@ BLQ_API blq_dump_writer *blq_dump_redis_writer_new(const blq_dump_redis_config *
  * blq_dump_redis_reader_new() - a reader of the stream through a consumer
  * group (created at the stream's start if missing), so several restorers,
  * on several machines, share one dump without taking the same entry twice.
- * A dump is up to read_count entries; commit acks and deletes them.
- * Entries left unacked by a crashed restorer are taken back (its own at
- * once, by name; another consumer's after claim_idle_ns).
+ * A dump is up to read_count entries; each entry is acked and deleted
+ * (XACK, XDEL, pipelined in batches) once its item is done. Entries left
+ * unacked by a crashed restorer are taken back (its own at once, by name;
+ * another consumer's after claim_idle_ns), with their delivery count
+ * (XPENDING) as blq_dump_record.deliveries.
  * Return: the reader, or NULL with BLQ_EINVAL (bad field, server
  * unreachable: the message names host:port), BLQ_ENOTSUP or BLQ_ENOMEM.
  */
@@ -427,12 +478,26 @@ typedef struct blq_restorer_config {
 	blq_dump_reader *reader;
 	/* Bytes -> payload. Required. */
 	blq_dump_decoder decoder;
-	/* Where items go, with blq_try_enqueue. Required; must outlive the
-	 * restorer. A leaky target's overflow may go back to a dump: the
-	 * restore count then grows (see max_restores). */
+	/* Where items go, with blq_try_enqueue_job and a completion hook.
+	 * Required; must outlive the restorer. A leaky target's overflow may
+	 * go back to a dump: the restore count then grows (see max_restores),
+	 * and the record is done once that dump made the item durable
+	 * (blq_dlq_sync; a DLQ without sync, such as a queue, counts at the
+	 * hand-over). An item the target loses (force close without DLQ) is
+	 * not done: its record is restored again. */
 	blq *target;
 	/* Frees a decoded payload the target refused (closed). Optional. */
 	void (*item_free)(void *payload);
+	/* Records handed to the target (or waiting for the dead store or a
+	 * leak's sync) and not yet durably done, at most: bounds the
+	 * restorer's memory, and the duplicates a crash of this restorer can
+	 * cause. Default 1024; 1..1,000,000. At the bound the restorer waits
+	 * for outcomes; it never drops. */
+	size_t max_in_flight;
+	/* How long blq_restorer_close waits for the items in the target to
+	 * reach their outcomes before it releases their records (to come
+	 * again). Default 5 s; at most a year. */
+	uint64_t close_timeout_ns;
 	/* Poll period when no dump is waiting. Default 1 s. */
 	uint64_t check_interval_ns;
 	/* Wait while the target is too full. Default check_interval_ns. */
@@ -440,8 +505,9 @@ typedef struct blq_restorer_config {
 	/* Restore only while blq_rate(target) <= allow_rate. Default 0.95;
 	 * (0, 1]. */
 	double allow_rate;
-	/* A record already restored this many times goes to `dead` instead
-	 * of the target. 0 = no limit. */
+	/* A record already restored or delivered this many times
+	 * (restores + deliveries) goes to `dead` instead of the target: a
+	 * poison item that kills its restorer ends there too. 0 = no limit. */
 	uint32_t max_restores;
 	/* The final dead store for those records and for records the decoder
 	 * refuses. Required with max_restores; borrowed. */
@@ -450,6 +516,9 @@ typedef struct blq_restorer_config {
 	blq_logger logger;
 } blq_restorer_config;
 
+/* Restorer counters. Every record read ends as one of done, dead, lost,
+ * or returned (given back unfinished; it comes again), or is still in
+ * flight: records = done + dead + lost + returned + in_flight. */
 struct blq_restorer_stats {
 	uint64_t dumps;        /* dumps restored and removed */
 	uint64_t records;      /* records read */
@@ -458,15 +527,28 @@ struct blq_restorer_stats {
 	uint64_t dead;         /* records sent to the dead store */
 	uint64_t lost;         /* undecodable records without a dead store */
 	uint64_t postponed;    /* waits because the target was too full */
-	uint64_t read_errors;  /* failed next/record/commit calls */
+	uint64_t read_errors;  /* failed next/record/done/sync/commit calls */
 	uint64_t released;     /* dumps given back unremoved (close, errors) */
+	/* Outcomes in the target: processed, failed (timed out included),
+	 * expired, leaked. Their sum is what `done` counts of restored items. */
+	uint64_t processed;
+	uint64_t failed;
+	uint64_t expired;
+	uint64_t leaked;
+	uint64_t done;         /* records committed as done (restored items
+				* with an outcome, undecodable ones sent dead) */
+	uint64_t returned;     /* records given back not done: refused or
+				* lost by the target, in flight at close */
+	uint64_t redelivered;  /* records with deliveries > 0: possible
+				* duplicates of an earlier, dead restorer's */
+	uint64_t in_flight;    /* gauge: records handed out, not yet settled */
 };
 
 /**
  * blq_restorer_new() - validate, copy, start the restorer thread. It polls
  * the reader every check_interval_ns (or at once after blq_restorer_kick),
- * restores every waiting dump, and removes each only after all its items
- * were accepted by the target.
+ * restores every waiting dump, commits each record once its item reached
+ * an outcome in the target, and removes a dump once all its records are.
  * Return: the restorer, or NULL with BLQ_EINVAL (bad field, named),
  * BLQ_ENOMEM or BLQ_ETHREAD in @err.
  */
@@ -477,9 +559,13 @@ BLQ_API blq_restorer *blq_restorer_new(const blq_restorer_config *cfg, blq_error
 BLQ_API int blq_restorer_kick(blq_restorer *r);
 
 /**
- * blq_restorer_close() - stop after the current item; a dump in progress is
- * released unremoved (its items come back again later: at least once).
- * Idempotent. Return: 0 or BLQ_EINVAL.
+ * blq_restorer_close() - stop handing out records; wait up to
+ * close_timeout_ns for the items already in the target to reach their
+ * outcomes and commit those; release the rest unremoved (they come again
+ * later: at least once). Idempotent. An item whose outcome comes after
+ * this returns is not committed; its hook stays safe to run (the state it
+ * touches lives until the last such outcome).
+ * Return: 0 or BLQ_EINVAL.
  */
 BLQ_API int blq_restorer_close(blq_restorer *r);
 

@@ -1,7 +1,7 @@
 /*
  * blq_enqueuer: anything that accepts payloads. A queue is one
- * (blq_as_enqueuer), a DLQ is one (blq_discard_enqueuer), and later a dump
- * queue is one: this is how queues chain.
+ * (blq_as_enqueuer), a DLQ is one (blq_discard_enqueuer), a dump queue is
+ * one (blq_dump_enqueuer): this is how queues chain.
  */
 #ifndef BLQ_ENQUEUER_H
 #define BLQ_ENQUEUER_H
@@ -17,6 +17,13 @@ typedef struct blq_enqueuer {
 	 * at once, so it must be thread-safe. */
 	int (*enqueue)(void *self, void *payload);
 	void *self;
+	/* Optional: makes every payload accepted so far durable and returns
+	 * 0, or a negative BLQ_E* code when it could not (they stay accepted
+	 * and a later call tries again). A dump's is blq_dump_flush; NULL for
+	 * enqueuers that keep payloads in memory (a queue). The restorer uses
+	 * it (through blq_dlq_sync) before it counts an item that leaked from
+	 * its target as done. May block; never called on a queue's hot path. */
+	int (*sync)(void *self);
 } blq_enqueuer;
 
 #ifdef __cplusplus

@@ -66,6 +66,31 @@ enum blq_outcome {
 BLQ_API const char *blq_outcome_name(enum blq_outcome o);
 
 /*
+ * A completion hook: fn(ctx, payload, outcome) runs exactly once per item,
+ * when the item reaches its outcome (never for a retry, never for an item
+ * whose enqueue returned an error).
+ *
+ * Which thread: the one that ended the item. A worker (processed, failed,
+ * timed out, expired, leaked after a failure or past its deadline), a
+ * producer inside its enqueue call (leaked on overflow: that call has not
+ * returned yet), the timer or a QoS egress thread (leaked), or the thread
+ * closing the queue (leaked or lost at a force close). The counters in
+ * blq_stats already include the outcome when fn runs.
+ * What fn may do: record the outcome, signal another thread, call
+ * blq_try_enqueue(_job) on any queue, blq_stats. It must be short and must
+ * not block: never blq_close, blq_free, blq_wait_idle or blq_enqueue_wait
+ * on the item's queue, nor a blq_enqueue that can wait for room.
+ * payload is an identity, not a loan: by then the worker owns it
+ * (processed), the DLQ does (leaked), or it was freed with item_free; do
+ * not dereference it.
+ * Cost: an item without a hook pays one predictable branch at its outcome.
+ */
+typedef struct blq_done {
+	void (*fn)(void *ctx, void *payload, enum blq_outcome o);
+	void *ctx;
+} blq_done;
+
+/*
  * Queue configuration. `blq_config cfg = {0}` plus a worker and a capacity
  * is a valid fixed pool; zero always means "the default". The queue copies
  * the struct (and the name) at creation; later changes have no effect.
@@ -196,6 +221,10 @@ typedef struct blq_config {
 	const blq_metrics_writer *metrics;
 	/* Logger; default off. */
 	blq_logger logger;
+	/* Called for every item at its outcome, after the job's own hook
+	 * (blq_job.done), with the rules of blq_done. Optional; a ctx without
+	 * fn is refused. */
+	blq_done on_done;
 } blq_config;
 
 /* A job: a payload plus per-job settings for blq_enqueue_job. Each
@@ -211,6 +240,11 @@ typedef struct blq_job {
 	/* Priority weight for QoS queues: what the evaluator gets (the
 	 * weighted one maps it to a percent); ignored without QoS. */
 	uint64_t weight;
+	/* Completion hook, called once with the item's outcome (see
+	 * blq_done). Borrowed: it must stay valid until fn runs; one hook may
+	 * serve many jobs. NULL: none (the job pays nothing). A hook without
+	 * fn is refused with BLQ_EINVAL. */
+	const blq_done *done;
 } blq_job;
 
 /* Counters since creation. Outcomes add up (see the top of this file).
@@ -299,6 +333,16 @@ BLQ_API int blq_try_enqueue(blq *q, void *payload);
 BLQ_API int blq_enqueue_job(blq *q, const blq_job *job);
 
 /**
+ * blq_try_enqueue_job() - blq_enqueue_job that never blocks: a full
+ * queue (or a full timer, for a delayed job) without a DLQ returns
+ * BLQ_EFULL instead of waiting.
+ * Return: as blq_enqueue_job, plus BLQ_EFULL. On any error the caller
+ * still owns job->payload and job->done is never called.
+ * Thread-safety: any number of threads at once; also from workers.
+ */
+BLQ_API int blq_try_enqueue_job(blq *q, const blq_job *job);
+
+/**
  * blq_enqueue_wait() - enqueue a job and block until it reaches its
  * outcome (seed 001's SubmitWait).
  * @job: as for blq_enqueue_job; the enqueue may block while the queue is
@@ -311,7 +355,9 @@ BLQ_API int blq_enqueue_job(blq *q, const blq_job *job);
  * owns it). BLQ_ETIMEDOUT: the wait limit passed first; the queue owns the
  * payload and it still reaches an outcome later (counted in blq_stats).
  * Enqueue errors (BLQ_ECLOSED, BLQ_EINVAL, ...) as blq_enqueue_job: the
- * caller still owns the payload. BLQ_EDEADLK from one of q's own workers
+ * caller still owns the payload. job->done, when set, still runs once at
+ * the outcome (before this call returns, unless the wait timed out). It
+ * stands on the same hook: an internal blq_done wakes the caller. BLQ_EDEADLK from one of q's own workers
  * (it could wait for itself). BLQ_ENOMEM: no memory for the wait record.
  * Thread-safety: any number of threads at once.
  */
@@ -425,6 +471,19 @@ BLQ_API int blq_wait_idle(blq *q, uint64_t timeout_ns);
  * The target must outlive every queue that uses it.
  */
 BLQ_API blq_enqueuer blq_as_enqueuer(blq *q);
+
+/**
+ * blq_dlq_sync() - make every item this queue has handed to its DLQ so far
+ * durable, when the DLQ can (its blq_enqueuer.sync; a dump's writes its
+ * buffered batch and waits for it).
+ * Return: 0 when they are durable; BLQ_ENOTSUP when the queue has no DLQ
+ * or its DLQ has no sync (it keeps items in memory, as a queue does);
+ * BLQ_EINVAL for NULL; otherwise the DLQ's error (the items stay in the
+ * DLQ, a later call tries again).
+ * Thread-safety: any thread but the queue's own workers (it may block on
+ * the DLQ's I/O).
+ */
+BLQ_API int blq_dlq_sync(blq *q);
 
 /** blq_task_attempt() - 1 for the first attempt, 2 for the first retry... */
 BLQ_API unsigned blq_task_attempt(const blq_task *t);

@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char *dir;
 static blq_dump_reader *rd;
-static char file[256], qdir[256];
+static char file[256], qdir[256], ckpt[256];
 
 static void cleanup(void)
 {
@@ -48,6 +48,7 @@ static void setup(void)
 	}
 	snprintf(file, sizeof(file), "%s/input.bin", dir);
 	snprintf(qdir, sizeof(qdir), "%s/quarantine", dir);
+	snprintf(ckpt, sizeof(ckpt), "%s/.input.bin.ckpt", dir);
 	atexit(cleanup);
 }
 
@@ -66,18 +67,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort(); /* the file is there and unlocked: it must be handed out */
 	blq_dump_record rec;
 	size_t n = 0, bytes = 0;
+	uint64_t last = 0;
 	while (rd->record(rd, dump, &rec, &err) == 1) {
 		if (rec.len > BLQ_DUMP_RECORD_MAX || rec.len > size)
 			abort();
 		/* Touch every byte handed out: ASan checks the bounds. */
 		for (size_t i = 0; i < rec.len; i++)
 			bytes += ((const unsigned char *)rec.data)[i];
+		/* Indexes increase; each record is done before the commit. */
+		if (n > 0 && rec.index <= last)
+			abort();
+		last = rec.index;
+		if (rd->done(rd, dump, rec.index, &err) != 0)
+			abort();
 		n++;
 	}
 	if (rd->commit(rd, dump, &err) != 0)
 		abort();
 	if (access(file, F_OK) == 0)
 		abort(); /* neither deleted nor quarantined */
+	if (access(ckpt, F_OK) == 0)
+		abort(); /* the checkpoint outlived its file */
 	/* Empty the quarantine for the next input. */
 	char q[300];
 	snprintf(q, sizeof(q), "%s/input.bin", qdir);
