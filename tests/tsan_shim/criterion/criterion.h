@@ -65,6 +65,14 @@ void shim_fail(bool fatal, const char *file, int line, const char *what, const c
 #define cr_assert_eq(a, b, ...) SHIM_CHECK(true, (a) == (b), #a " == " #b, __VA_ARGS__)
 #define cr_expect_eq(a, b, ...) SHIM_CHECK(false, (a) == (b), #a " == " #b, __VA_ARGS__)
 #define cr_expect_geq(a, b, ...) SHIM_CHECK(false, (a) >= (b), #a " >= " #b, __VA_ARGS__)
+#define cr_expect_leq(a, b, ...) SHIM_CHECK(false, (a) <= (b), #a " <= " #b, __VA_ARGS__)
+/* A skipped test passes here, with its reason on stderr. */
+#define cr_skip_test(...)                                                                          \
+	do {                                                                                       \
+		fprintf(stderr, "SKIP: " __VA_ARGS__);                                             \
+		fputc('\n', stderr);                                                               \
+		return;                                                                            \
+	} while (0)
 #define cr_assert_not_null(p, ...) SHIM_CHECK(true, (p) != NULL, #p " != NULL", __VA_ARGS__)
 #define cr_expect_not_null(p, ...) SHIM_CHECK(false, (p) != NULL, #p " != NULL", __VA_ARGS__)
 #define cr_expect_null(p, ...) SHIM_CHECK(false, (p) == NULL, #p " == NULL", __VA_ARGS__)
