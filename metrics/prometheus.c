@@ -96,7 +96,7 @@ typedef struct series {
 
 /* A dump's (and its restorer's) counters: low-rate events, one cell. */
 enum { D_SIZE_IN, D_SIZE_OUT, D_BYTES_IN, D_BYTES_OUT, D_FLUSH_SIZE, D_FLUSH_INTERVAL,
-       D_FLUSH_CLOSE, D_LOST, D_QUARANTINED, NDUMP };
+       D_FLUSH_CLOSE, D_LOST, D_QUARANTINED, D_REDELIVERED, NDUMP };
 
 typedef struct dump_series {
 	blq_dump_metrics m; /* m.ctx points here */
@@ -466,6 +466,12 @@ static void on_dump_quarantined(void *ctx, const char *name, uint64_t n)
 	dump_add(ctx, D_QUARANTINED, n);
 }
 
+static void on_dump_redelivered(void *ctx, const char *name, uint64_t n)
+{
+	(void)name;
+	dump_add(ctx, D_REDELIVERED, n);
+}
+
 const blq_dump_metrics *blq_prom_dump_writer(blq_prom *r, const char *name, blq_error *err)
 {
 	if (r == NULL || name == NULL || name[0] == '\0' || strlen(name) > NAME_MAX_LEN) {
@@ -486,6 +492,7 @@ const blq_dump_metrics *blq_prom_dump_writer(blq_prom *r, const char *name, blq_
 		.restore_out = on_dump_out,
 		.lost = on_dump_lost,
 		.quarantined = on_dump_quarantined,
+		.redelivered = on_dump_redelivered,
 	};
 	pthread_mutex_lock(&r->mu);
 	dump_series **tail = &r->dumps;
@@ -720,6 +727,9 @@ static void dump_families(out *o, const blq_prom *r)
 				       "undecodable without a dead store.", D_LOST},
 		{"dlqdump_quarantined_total", "Damaged dumps or entries moved aside.",
 		 D_QUARANTINED},
+		{"dlqdump_redelivered_total", "Records restored again after a restorer died "
+					      "before committing them: possible duplicates.",
+		 D_REDELIVERED},
 	};
 	static const char *const reasons[] = {"size", "interval", "close"};
 	char lbl[NAME_MAX_LEN * 2 + 1];

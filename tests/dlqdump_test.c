@@ -903,6 +903,7 @@ Test(dlqdump, prometheus_dump_families_pass_promtool)
 	m->restore_out(m->ctx, "dlq", 100);
 	m->lost(m->ctx, "dlq", 3);
 	m->quarantined(m->ctx, "dlq", 1);
+	m->redelivered(m->ctx, "dlq", 7);
 	static char text[1 << 16], out[4096];
 	int n = blq_prom_render(reg, text, sizeof(text));
 	cr_assert(n > 0 && (size_t)n < sizeof(text));
@@ -913,6 +914,7 @@ Test(dlqdump, prometheus_dump_families_pass_promtool)
 	cr_expect(strstr(text, "dlqdump_bytes_flush_total{queue=\"dlq\",reason=\"interval\"} 174\n"));
 	cr_expect(strstr(text, "dlqdump_lost_total{queue=\"dlq\"} 3\n") != NULL);
 	cr_expect(strstr(text, "dlqdump_quarantined_total{queue=\"dlq\"} 1\n") != NULL);
+	cr_expect(strstr(text, "dlqdump_redelivered_total{queue=\"dlq\"} 7\n") != NULL);
 	int rc = run_with_input("promtool check metrics", text, out, sizeof(out));
 	cr_expect_eq(rc, 0, "promtool: %s", out);
 	cr_expect_eq(strlen(out), 0, "promtool printed: %s", out);

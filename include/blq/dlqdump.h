@@ -529,14 +529,14 @@ struct blq_restorer_stats {
 	uint64_t postponed;    /* waits because the target was too full */
 	uint64_t read_errors;  /* failed next/record/done/sync/commit calls */
 	uint64_t released;     /* dumps given back unremoved (close, errors) */
-	/* Outcomes in the target: processed, failed (timed out included),
-	 * expired, leaked. Their sum is what `done` counts of restored items. */
+	/* Outcomes the target reported: processed, failed (timed out
+	 * included), expired, leaked (lost ones count in `returned`). */
 	uint64_t processed;
 	uint64_t failed;
 	uint64_t expired;
 	uint64_t leaked;
-	uint64_t done;         /* records committed as done (restored items
-				* with an outcome, undecodable ones sent dead) */
+	uint64_t done;         /* restored items whose record was marked done
+				* (a leaked one after its DLQ's sync) */
 	uint64_t returned;     /* records given back not done: refused or
 				* lost by the target, in flight at close */
 	uint64_t redelivered;  /* records with deliveries > 0: possible

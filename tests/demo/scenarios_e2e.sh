@@ -189,6 +189,15 @@ dump_finish() {
 		and .final.dump.write_errors == 0 and .final.dump.in == .final.leaked' ||
 		fail "$key: dump accounting: $(jq -c .final.dump <<<"$BODY")"
 	ok "$key: dump written == in == leaked, nothing dropped ($(jq -c '.final | {leaked, dump: .dump | {in, written, dropped}, restored: .restore.restored}' <<<"$BODY"))"
+	# The restorer's own balance, duplicates (redelivered) included: every
+	# record read is done, dead, lost or returned (nothing in flight after
+	# the stop), and every item restored reached an outcome or came back.
+	jqtrue "$BODY" '.final.restore as $r | $r.in_flight == 0
+		and $r.records == $r.done + $r.dead + $r.lost + $r.returned
+		and $r.done == $r.processed + $r.failed + $r.expired + $r.leaked
+		and ($r | has("redelivered"))' ||
+		fail "$key: restore accounting: $(jq -c .final.restore <<<"$BODY")"
+	ok "$key: restore records == done + dead + lost + returned ($(jq -c '.final.restore | {records, done, returned, redelivered}' <<<"$BODY"))"
 	demo_finish
 }
 
