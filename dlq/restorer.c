@@ -55,9 +55,11 @@
 #define DEFAULT_CLOSE_TIMEOUT 5000000000ull
 /* Done marks, leaks and dead records wait at most this long for a sync. */
 #define SYNC_INTERVAL 100000000ull
-/* How often the reader is asked to refresh its claims (it decides whether
- * one is due: Redis, a quarter of claim_idle_ns). */
-#define REFRESH_INTERVAL 250000000ull
+/* How often the reader is asked to refresh its claims on open dumps (it
+ * decides whether one is due: Redis, every claim_idle_ns / 4, which may
+ * be as short as 250 us). Only while a dump is open: an idle restorer
+ * sleeps until its next poll. */
+#define REFRESH_INTERVAL 20000000ull
 
 typedef struct odump odump;
 typedef struct slot slot;
@@ -739,7 +741,7 @@ static void *run(void *arg)
 			continue; /* full of marks: the sync above makes room */
 		/* Wake for the earliest of: an outcome (always), the next poll,
 		 * the postponed offer, a sync, a refresh. */
-		uint64_t until = r->next_refresh;
+		uint64_t until = r->dumps != NULL ? r->next_refresh : UINT64_MAX;
 		if (sync_pending(r))
 			until = min_u64(until, r->next_sync);
 		if (stop == FEED_NO_DUMP)
