@@ -564,7 +564,8 @@ static int rr_refresh(blq_dump_reader *rd, void *dump, blq_error *err)
 
 	if (now - d->refreshed_ns < rr->claim_idle_ns / 4)
 		return 0;
-	size_t *idx = malloc((d->next ? d->next : 1) * sizeof(*idx)), n = 0;
+	size_t *idx = malloc((d->entries->elements ? d->entries->elements : 1) * sizeof(*idx)),
+	       n = 0;
 	if (idx == NULL)
 		return blq__error_set(err, BLQ_ENOMEM, "redis reader: out of memory");
 	for (size_t i = 0; i < d->next; i++)
