@@ -385,25 +385,21 @@ static int fs_commit(blq_dump_reader *rd, void *dump, blq_error *err)
 
 	/* Records not read or not done yet would be lost: commit only a
 	 * file read to its end (or its damage) with every record done. */
-	if ((d->damage == 0 && d->off < d->len) || d->ck.prefix < d->next) {
-		blq_error ignored;
-		fs_sync(rd, d, &ignored);
-		rc = blq__error_set(err, BLQ_EINVAL,
-				    "commit of \"%s\" before its last record was done", d->path);
-		dump_close(d);
-		return rc;
-	}
+	if ((d->damage == 0 && d->off < d->len) || d->ck.prefix < d->next)
+		return blq__error_set(err, BLQ_EINVAL,
+				      "commit of \"%s\" before its last record was done", d->path);
 	if (d->damage != 0)
 		rc = quarantine(r, d, err);
 	else if (unlink(d->path) != 0 && errno != ENOENT)
 		rc = blq__error_set(err, BLQ_EIO, "cannot remove \"%s\": %s", d->path,
 				    strerror(errno));
+	if (rc != 0)
+		return rc; /* still open: commit or release it again */
 	/* The data file first: a crash in between leaves a checkpoint naming
 	 * a file that is gone; a new file of that name ignores it. */
-	if (rc == 0)
-		unlink(d->ckpt);
+	unlink(d->ckpt);
 	dump_close(d);
-	return rc;
+	return 0;
 }
 
 static void fs_release(blq_dump_reader *rd, void *dump)

@@ -532,13 +532,12 @@ static int rr_commit(blq_dump_reader *rd, void *dump, blq_error *err)
 		}
 	if (rc == 0 && d->next < d->entries->elements)
 		rc = blq__error_set(err, BLQ_EINVAL, "commit before the last entry was read");
-	int src = rr_sync(rd, dump, rc == 0 ? err : &(blq_error){0, ""});
 	if (rc == 0)
-		rc = src;
+		rc = rr_sync(rd, dump, err);
 	if (rc != 0)
-		rr->own_pending = true; /* still ours and pending: read them again */
+		return rc; /* still open: commit or release it again */
 	dump_free(rr, d);
-	return rc;
+	return 0;
 }
 
 static void rr_release(blq_dump_reader *rd, void *dump)

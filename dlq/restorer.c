@@ -72,6 +72,9 @@ struct odump {
 	uint64_t unsynced; /* its done marks not synced yet */
 	bool ended;        /* no more records will be read from it */
 	bool keep;         /* a record was returned: release, never commit */
+	bool stuck;        /* its commit, or the sync before its release,
+			    * failed: it stays (its marks still count in the
+			    * window) and is tried again at each sync */
 	odump *next;
 };
 
@@ -131,6 +134,7 @@ struct blq_restorer {
 	uint64_t poll_backoff;
 	uint64_t next_sync, next_refresh;
 	bool sync_ok; /* the last sync_all made everything durable */
+	bool final;   /* shutting down: release what cannot be committed */
 };
 
 #define COUNT(r, field, n) __atomic_fetch_add(&(r)->st.field, (n), __ATOMIC_RELAXED)
@@ -233,25 +237,43 @@ static void unlink_dump(blq_restorer *r, odump *d)
 	free(d);
 }
 
-/* Commits or releases d once nothing of it is in flight any more. */
+/* Commits or releases d once nothing of it is in flight any more. Until
+ * its done marks are durable (the commit, or a sync before a release) it
+ * stays open, its marks counted in the window: a process cut off from its
+ * store must not take more work whose outcome it cannot record. */
 static void maybe_finish(blq_restorer *r, odump *d)
 {
 	blq_dump_reader *rd = r->cfg.reader;
+	blq_error err = {0, ""};
+	int rc;
 
 	if (!d->ended || d->handed > 0)
 		return;
 	if (d->keep) {
+		if (d->unsynced > 0 && !r->final && (rc = rd->sync(rd, d->h, &err)) != 0) {
+			if (!d->stuck)
+				read_error(r, "making done records durable before giving a dump back",
+					   &err, rc);
+			d->stuck = true;
+			return;
+		}
+		rd->release(rd, d->h);
+		COUNT(r, released, 1);
+	} else if ((rc = rd->commit(rd, d->h, &err)) != 0) {
+		if (!r->final) {
+			if (!d->stuck)
+				read_error(r, "removing a restored dump (tried again at each sync)",
+					   &err, rc);
+			d->stuck = true;
+			return;
+		}
+		read_error(r, "removing a restored dump at close (its records not made durable "
+			      "will come again)",
+			   &err, rc);
 		rd->release(rd, d->h);
 		COUNT(r, released, 1);
 	} else {
-		blq_error err = {0, ""};
-		int rc = rd->commit(rd, d->h, &err);
-		if (rc != 0)
-			read_error(r, "cannot remove a restored dump (its records not made durable "
-				      "will come again)",
-				   &err, rc);
-		else
-			COUNT(r, dumps, 1);
+		COUNT(r, dumps, 1);
 	}
 	unlink_dump(r, d);
 }
@@ -420,7 +442,12 @@ static void sync_all(blq_restorer *r, uint64_t now)
 
 	bool ok = sync_leaks(r);
 	ok = flush_dead(r) && ok;
-	for (odump *d = r->dumps; d != NULL; d = d->next) {
+	for (odump *d = r->dumps, *next; d != NULL; d = next) {
+		next = d->next;
+		if (d->stuck) {
+			maybe_finish(r, d); /* may unlink d */
+			continue;
+		}
 		if (d->unsynced == 0)
 			continue;
 		blq_error err = {0, ""};
@@ -433,13 +460,20 @@ static void sync_all(blq_restorer *r, uint64_t now)
 		r->unsynced -= d->unsynced;
 		d->unsynced = 0;
 	}
+	for (odump *d = r->dumps; d != NULL && ok; d = d->next)
+		ok = !d->stuck;
 	r->sync_ok = ok;
 	r->next_sync = blq__sat_add(now, SYNC_INTERVAL);
 }
 
 static bool sync_pending(const blq_restorer *r)
 {
-	return r->unsynced > 0 || r->leaks != NULL || r->deads != NULL;
+	if (r->unsynced > 0 || r->leaks != NULL || r->deads != NULL)
+		return true;
+	for (const odump *d = r->dumps; d != NULL; d = d->next)
+		if (d->stuck)
+			return true;
+	return false;
 }
 
 /* Slots in use plus marks not durable yet: what a crash would redo. */
@@ -709,6 +743,7 @@ static void shut_down(blq_restorer *r)
 	}
 	r->leaks = r->deads = NULL;
 	__atomic_store_n(&r->st.in_flight, 0, __ATOMIC_RELAXED);
+	r->final = true;
 	while (r->dumps != NULL) {
 		odump *d = r->dumps;
 		d->handed = 0;

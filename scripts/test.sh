@@ -25,13 +25,14 @@ log() { printf '== %s\n' "$*"; }
 # --- dependencies -----------------------------------------------------------
 # prometheus: promtool; python3-prometheus-client: the exposition parser;
 # libhiredis-dev, redis-server: dlqdump's Redis parts and their tests
-# (redis-benchmark for blq-bench); clang, libclang-rt-14-dev: libFuzzer;
+# (redis-benchmark for blq-bench); iproute2, util-linux (ip netns, nsenter):
+# the multi-host tests' network namespaces; clang, libclang-rt-14-dev: libFuzzer;
 # libmicrohttpd-dev, libjansson-dev: blq-demo; curl, jq: its end-to-end
 # tests (a real Prometheus server from the prometheus package among them).
 # The dashboard's browser test installs chromium, node and npm below.
 packages=(build-essential cmake pkg-config libck-dev libcriterion-dev libglib2.0-dev
 	prometheus python3-prometheus-client libhiredis-dev redis-server clang
-	libclang-rt-14-dev libmicrohttpd-dev libjansson-dev curl jq)
+	libclang-rt-14-dev libmicrohttpd-dev libjansson-dev curl jq iproute2 util-linux)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

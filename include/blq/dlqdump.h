@@ -219,8 +219,9 @@ struct blq_dump_reader {
 	int (*sync)(blq_dump_reader *r, void *dump, blq_error *err);
 	/* Every record was handed out (record returned 0) and done: remove
 	 * the dump (delete the file or quarantine it when damaged; ack and
-	 * delete the entries). Frees dump. Return 0 or a negative code (the
-	 * records not made durable will be restored again). */
+	 * delete the entries) and free it. Return 0, or a negative code: then
+	 * the dump stays open, and the caller calls commit again later, or
+	 * release. */
 	int (*commit)(blq_dump_reader *r, void *dump, blq_error *err);
 	/* Give the dump back: its done marks are made durable (as sync, best
 	 * effort), the other records come again later. Frees dump. */
