@@ -29,6 +29,7 @@
 #include "baseline.h"
 #include "bench_blq.h"
 #include "bench_dump.h"
+#include "bench_restore.h"
 
 /* ---- allocation counter: interposes the allocator for the whole process */
 
@@ -475,14 +476,18 @@ static void usage(FILE *f)
 		"  DUMP-REDIS  the same to a Redis stream (200,000 x 64 B, 50,000 x\n"
 		"       1 KiB; needs --redis), beside redis-benchmark -t lpush with the\n"
 		"       same count and size on the same server (blq_ratio=)\n"
+		"  RESTORE-REDIS  restore from one Redis stream (200,000 x 64 B; needs\n"
+		"       --redis) by 1, 2 and 3 restorer processes into their own\n"
+		"       queues, until every item was processed (procs=, dups=)\n"
 		"\n"
 		"Options:\n"
 		"  --compare   also run the other systems round-robin with blq and print\n"
 		"              blq_ratio (blq ns/item divided by the other system's):\n"
 		"              W1, W3: GLib GThreadPool, a mutex+condvar pool, a raw ck_ring\n"
 		"  --rounds N  rounds per system; lines give the median (default 5)\n"
-		"  --items N   override the item count of W1, W2, W3 and the DUMP ones\n"
-		"  --redis HOST:PORT  the server for DUMP-REDIS (run only when given)\n"
+		"  --items N   override the item count of W1, W2, W3, DUMP-* and RESTORE-*\n"
+		"  --redis HOST:PORT  the server for DUMP-REDIS and RESTORE-REDIS (run\n"
+		"              only when given)\n"
 		"  --help      this text\n"
 		"\n"
 		"Output: BENCH <workload> <system> ns_per_item=.. items_per_s=..\n"
@@ -505,9 +510,10 @@ int main(int argc, char **argv)
 	};
 	static const char *const names[] = {"W1",	"W2",	  "W3",	      "W4",
 					    "IDLE-BALANCED", "W1-PROM", "W1-QOS", "IDLE-QOS",
-					    "RETRY",	"DUMP-FS", "DUMP-REDIS", "W1-SELF"};
+					    "RETRY",	"DUMP-FS", "DUMP-REDIS", "W1-SELF",
+					    "RESTORE-REDIS"};
 	enum { W1, W2, W3, W4, IDLE, W1PROM, W1QOS, IDLEQOS, RETRY, DUMPFS, DUMPREDIS, W1SELF,
-	       NWL };
+	       RESTOREREDIS, NWL };
 	char redis_host[256] = "";
 	int redis_port = 0;
 	bool compare = false, want[NWL] = {false};
@@ -515,6 +521,9 @@ int main(int argc, char **argv)
 	size_t items = 0;
 	int c;
 
+	/* A child of RESTORE-REDIS (bench_restore.c), before anything else. */
+	if (argc > 1 && strcmp(argv[1], "--restore-child") == 0)
+		return bench_restore_child(argc, argv);
 	while ((c = getopt_long(argc, argv, "cr:i:h", opts, NULL)) != -1) {
 		char *end;
 
@@ -640,6 +649,9 @@ int main(int argc, char **argv)
 		return 1;
 	if (want[DUMPREDIS] && redis_port > 0 &&
 	    bench_dump_redis(redis_host, redis_port, items, rounds < 3 ? rounds : 3) != 0)
+		return 1;
+	if (want[RESTOREREDIS] && redis_port > 0 &&
+	    bench_restore_redis("/proc/self/exe", redis_host, redis_port, items, rounds) != 0)
 		return 1;
 	return 0;
 }

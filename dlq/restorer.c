@@ -14,7 +14,10 @@
  *   ends the item (a worker, mostly); it stores the outcome, pushes the
  *   slot onto a lock-free stack (Treiber push; the restorer takes the
  *   whole stack at once, so there is no ABA) and wakes the restorer only
- *   when it sleeps. The hook takes no lock on the way of a busy restorer.
+ *   when it sleeps, and, while the window is full, only once a quarter of
+ *   what is in flight has ended (waking it per item cost a context switch
+ *   per item: about a third of the restore rate). The hook takes no lock
+ *   on the way of a busy restorer.
  * - Outcomes: processed, failed, timed out and expired make the record
  *   done; leaked makes it done once the target's DLQ made it durable
  *   (blq_dlq_sync; a DLQ without sync counts at the hand-over); lost (the
@@ -101,6 +104,8 @@ struct hub {
 	pthread_cond_t cond;
 	bool closing, kicked;   /* under mu; closing also read atomically */
 	_Atomic(slot *) done;   /* slots whose item ended */
+	_Atomic size_t pushed;  /* slots on `done` */
+	_Atomic size_t wake_at; /* pushed count that wakes a sleeping restorer */
 	_Atomic int sleeping;   /* the restorer waits on cond */
 	_Atomic size_t refs;    /* the restorer's + one per item in the target */
 	size_t nslots;
@@ -118,6 +123,7 @@ struct blq_restorer {
 	/* The restorer thread's own state. */
 	slot *free_slots;
 	size_t in_use;     /* slots not free */
+	size_t in_target;  /* of those, items in the target: each will push */
 	uint64_t unsynced; /* done marks not synced, all dumps */
 	odump *dumps;      /* open dumps */
 	odump *cur;        /* the one records are read from, or NULL */
@@ -163,9 +169,11 @@ static void on_outcome(void *ctx, void *payload, enum blq_outcome o)
 		s->next = top;
 	while (!atomic_compare_exchange_weak_explicit(&h->done, &top, s, memory_order_seq_cst,
 						      memory_order_relaxed));
-	/* seq_cst push, then the flag; the restorer stores the flag, then
-	 * looks at the stack (both seq_cst): one of us sees the other. */
-	if (atomic_load_explicit(&h->sleeping, memory_order_seq_cst)) {
+	/* seq_cst count, then the flag; the restorer stores the flag, then
+	 * reads the count (both seq_cst): one of us sees the other. */
+	size_t n = atomic_fetch_add_explicit(&h->pushed, 1, memory_order_seq_cst) + 1;
+	if (atomic_load_explicit(&h->sleeping, memory_order_seq_cst) &&
+	    n >= atomic_load_explicit(&h->wake_at, memory_order_relaxed)) {
 		pthread_mutex_lock(&h->mu);
 		pthread_cond_broadcast(&h->cond);
 		pthread_mutex_unlock(&h->mu);
@@ -178,15 +186,17 @@ static bool closing(blq_restorer *r)
 	return __atomic_load_n(&r->hub->closing, __ATOMIC_ACQUIRE);
 }
 
-/* Sleeps until an outcome, a kick, close, or deadline (monotonic ns). */
-static void wait_until(blq_restorer *r, uint64_t deadline)
+/* Sleeps until `want` outcomes wait (1 or more; the caller makes sure that
+ * many will come), a kick, close, or deadline (monotonic ns). */
+static void wait_until(blq_restorer *r, uint64_t deadline, size_t want)
 {
 	hub *h = r->hub;
 
 	pthread_mutex_lock(&h->mu);
+	atomic_store_explicit(&h->wake_at, want, memory_order_relaxed);
 	atomic_store_explicit(&h->sleeping, 1, memory_order_seq_cst);
 	if (!h->closing && !h->kicked &&
-	    atomic_load_explicit(&h->done, memory_order_seq_cst) == NULL)
+	    atomic_load_explicit(&h->pushed, memory_order_seq_cst) < want)
 		blq__cond_wait_until(&h->cond, &h->mu, deadline);
 	atomic_store_explicit(&h->sleeping, 0, memory_order_relaxed);
 	pthread_mutex_unlock(&h->mu);
@@ -346,6 +356,7 @@ static void on_settled_item(blq_restorer *r, slot *s, enum blq_outcome o)
 static bool take_outcomes(blq_restorer *r)
 {
 	slot *s = atomic_exchange_explicit(&r->hub->done, NULL, memory_order_acquire);
+	size_t n = 0;
 
 	if (s == NULL)
 		return false;
@@ -353,10 +364,15 @@ static bool take_outcomes(blq_restorer *r)
 		slot *next = s->next;
 
 		/* The hook dropped the item's hub reference itself. */
+		r->in_target--;
 		on_settled_item(r, s, (enum blq_outcome)atomic_load_explicit(
 					       &s->outcome, memory_order_relaxed));
 		s = next;
+		n++;
 	}
+	/* Each push counts after it lands: a count never runs ahead of the
+	 * stack, so this never goes below zero. */
+	atomic_fetch_sub_explicit(&r->hub->pushed, n, memory_order_relaxed);
 	return true;
 }
 
@@ -535,6 +551,7 @@ static enum feed_stop offer_held(blq_restorer *r)
 
 		r->held = NULL;
 		r->target_refused = false;
+		r->in_target++;
 		COUNT(r, restored, 1);
 		COUNT(r, bytes_out, s->bytes);
 		if (m != NULL && m->restore_out != NULL)
@@ -785,7 +802,12 @@ static void *run(void *arg)
 			until = min_u64(until, blq__sat_add(now, r->cfg.postpone_interval_ns));
 		else if (stop == FEED_REFUSED)
 			until = min_u64(until, blq__sat_add(now, r->cfg.check_interval_ns));
-		wait_until(r, until);
+		/* A full window of items in the target: sleep until a quarter
+		 * of them ended (they all will), not for each one. */
+		size_t want = 1;
+		if (stop == FEED_WINDOW && r->in_target >= r->cfg.max_in_flight / 2)
+			want = r->in_target / 4;
+		wait_until(r, until, want);
 	}
 	shut_down(r);
 	return NULL;
