@@ -55,30 +55,6 @@ static void expect_each_once(uint64_t n)
 	cr_expect_eq(bad, 0, "%llu ids not seen exactly once", (unsigned long long)bad);
 }
 
-/* A logger that keeps the last lines. */
-static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
-static char log_text[8192];
-
-static void keep(void *ctx, int level, const char *fmt, va_list ap)
-{
-	char line[512];
-
-	(void)ctx, (void)level;
-	vsnprintf(line, sizeof(line), fmt, ap);
-	pthread_mutex_lock(&log_mu);
-	size_t n = strlen(log_text);
-	if (n + strlen(line) + 2 < sizeof(log_text))
-		snprintf(log_text + n, sizeof(log_text) - n, "%s\n", line);
-	pthread_mutex_unlock(&log_mu);
-}
-
-static bool logged(const char *needle)
-{
-	pthread_mutex_lock(&log_mu);
-	bool ok = strstr(log_text, needle) != NULL;
-	pthread_mutex_unlock(&log_mu);
-	return ok;
-}
 
 /* A worker parked on the gate in ctx, then a sink. */
 static int gated(void *ctx, void *p, blq_task *t)
@@ -93,7 +69,6 @@ static int fail_all(void *ctx, void *p, blq_task *t)
 	return 1;
 }
 
-static const blq_logger keeper = {.log = keep, .level = BLQ_LOG_DEBUG};
 
 /* Counting metrics. */
 static _Atomic uint64_t m_in, m_out, m_flush_bytes, m_lost, m_quarantined;
@@ -150,7 +125,7 @@ static struct blq_restorer_stats rstats(blq_restorer *r)
 static struct blq_restorer_stats restore_dir(const char *dir, uint64_t version, uint64_t expect)
 {
 	blq_dump_fs_config fc = {.directory = dir, .version = version, .metrics = &counting,
-				 .logger = keeper};
+				 .logger = du_keeper};
 	blq_error err;
 	blq_dump_reader *rd = blq_dump_fs_reader_new(&fc, &err);
 	cr_assert_not_null(rd, "fs reader: %s", err.msg);
@@ -158,7 +133,7 @@ static struct blq_restorer_stats restore_dir(const char *dir, uint64_t version, 
 	blq_restorer_config rc = {.reader = rd, .decoder = blq_dump_bytes_decoder(), .target = q,
 				  .item_free = free, .check_interval_ns = 2000000,
 				  .postpone_interval_ns = 500000, .metrics = &counting,
-				  .logger = keeper};
+				  .logger = du_keeper};
 	blq_restorer *r = blq_restorer_new(&rc, &err);
 	cr_assert_not_null(r, "restorer: %s", err.msg);
 	TU_WAIT_FOR(rstats(r).restored >= expect && du_count(dir, "*.bin") == 0, 5000);
@@ -469,11 +444,11 @@ Test(dlqdump, damaged_files_are_quarantined_after_their_good_records)
 	cr_expect_eq(du_count(dir, "*.bin"), 0);
 	cr_expect_eq(du_count(dir, "quarantine/*.bin"), 5, "five files set aside, none deleted");
 	cr_expect_eq(m_quarantined, 5);
-	cr_expect(logged("bad checksum at offset"), "%s", log_text);
-	cr_expect(logged("truncated record at offset"), "%s", log_text);
-	cr_expect(logged("record length above the limit"), "%s", log_text);
-	cr_expect(logged("bad magic"), "%s", log_text);
-	cr_expect(logged("version 99, this reader takes 1"), "%s", log_text);
+	cr_expect(du_logged("bad checksum at offset"), "%s", du_log_text);
+	cr_expect(du_logged("truncated record at offset"), "%s", du_log_text);
+	cr_expect(du_logged("record length above the limit"), "%s", du_log_text);
+	cr_expect(du_logged("bad magic"), "%s", du_log_text);
+	cr_expect(du_logged("version 99, this reader takes 1"), "%s", du_log_text);
 	du_rmrf(dir);
 }
 
@@ -499,10 +474,10 @@ static void failing_writes(bool tmpfs)
 	blq_dump_config dc = {.capacity = 16384, .flush_interval_ns = 5000000,
 			      .retry_interval_ns = 2000000, .close_timeout_ns = 50000000,
 			      .encoder = blq_dump_bytes_encoder(), .item_free = free, .writer = w,
-			      .metrics = &counting, .logger = keeper};
+			      .metrics = &counting, .logger = du_keeper};
 	blq_dump *d = must_dump(&dc);
 	m_lost = 0;
-	log_text[0] = '\0';
+	du_log_text[0] = '\0';
 	if (!tmpfs)
 		break_dir(dir);
 	/* 1 KiB items: 64 KiB fit in the tmpfs; then both batches fill up. */
@@ -521,9 +496,9 @@ static void failing_writes(bool tmpfs)
 			tu_sleep_us(1000);
 	}
 	cr_expect(refused > 0, "a failing writer must not buffer without bound");
-	cr_expect(TU_WAIT_FOR(logged("writer failed"), 2000), "%s", log_text);
-	cr_expect(logged(tmpfs ? "No space left on device" : "Not a directory"), "%s", log_text);
-	cr_expect(logged("refusing items, counted lost"), "%s", log_text);
+	cr_expect(TU_WAIT_FOR(du_logged("writer failed"), 2000), "%s", du_log_text);
+	cr_expect(du_logged(tmpfs ? "No space left on device" : "Not a directory"), "%s", du_log_text);
+	cr_expect(du_logged("refusing items, counted lost"), "%s", du_log_text);
 	cr_expect_eq(blq_dump_close(d), BLQ_EIO);
 	struct blq_dump_stats s = dstats(d);
 	cr_expect_eq(s.in, ok);
@@ -534,7 +509,7 @@ static void failing_writes(bool tmpfs)
 	cr_expect(s.dropped > 0);
 	cr_expect_eq(s.buffered, 0);
 	cr_expect_eq(m_lost, s.refused + s.dropped);
-	cr_expect(logged("items lost"), "%s", log_text);
+	cr_expect(du_logged("items lost"), "%s", du_log_text);
 	blq_dump_free(d);
 	blq_dump_writer_free(w);
 	if (tmpfs) {
@@ -563,7 +538,7 @@ Test(dlqdump, the_fallback_takes_what_the_writer_cannot)
 	blq_dump_writer *w = must_fs_writer(bad), *fb = must_fs_writer(good);
 	blq_dump_config dc = {.capacity = 4096, .flush_interval_ns = 5000000,
 			      .retry_interval_ns = 2000000, .encoder = blq_dump_bytes_encoder(),
-			      .item_free = free, .writer = w, .fallback = fb, .logger = keeper};
+			      .item_free = free, .writer = w, .fallback = fb, .logger = du_keeper};
 	blq_dump *d = must_dump(&dc);
 
 	break_dir(bad);

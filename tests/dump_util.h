@@ -12,6 +12,7 @@
 #include <ftw.h>
 #include <glob.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -183,6 +184,34 @@ static inline void du_redis_kill(pid_t pid)
 /* For the test programs: checks that count failures instead of stopping,
  * and a worker that counts each id it processes (ids below du_n). */
 static int du_failures;
+/* A logger that keeps the lines it gets (du_keeper), for tests that look
+ * for one (du_logged). du_log_text is the whole of it, for messages. */
+static pthread_mutex_t du_log_mu __attribute__((unused)) = PTHREAD_MUTEX_INITIALIZER;
+static char du_log_text[8192] __attribute__((unused));
+
+static inline void du_log_keep(void *ctx, int level, const char *fmt, va_list ap)
+{
+	char line[512];
+
+	(void)ctx, (void)level;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	pthread_mutex_lock(&du_log_mu);
+	size_t n = strlen(du_log_text);
+	if (n + strlen(line) + 2 < sizeof(du_log_text))
+		snprintf(du_log_text + n, sizeof(du_log_text) - n, "%s\n", line);
+	pthread_mutex_unlock(&du_log_mu);
+}
+
+static inline bool du_logged(const char *needle)
+{
+	pthread_mutex_lock(&du_log_mu);
+	bool ok = strstr(du_log_text, needle) != NULL;
+	pthread_mutex_unlock(&du_log_mu);
+	return ok;
+}
+
+#define du_keeper ((blq_logger){.log = du_log_keep, .level = BLQ_LOG_DEBUG})
+
 static const char *du_prog = "test";
 static _Atomic unsigned *du_seen;
 static uint64_t du_n;

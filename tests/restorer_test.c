@@ -301,30 +301,6 @@ Test(restorer, items_the_target_loses_at_a_force_close_come_again)
 	du_rmrf(dir);
 }
 
-/* A logger that keeps the last lines. */
-static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
-static char log_text[8192];
-
-static void keep(void *ctx, int level, const char *fmt, va_list ap)
-{
-	char line[512];
-
-	(void)ctx, (void)level;
-	vsnprintf(line, sizeof(line), fmt, ap);
-	pthread_mutex_lock(&log_mu);
-	size_t n = strlen(log_text);
-	if (n + strlen(line) + 2 < sizeof(log_text))
-		snprintf(log_text + n, sizeof(log_text) - n, "%s\n", line);
-	pthread_mutex_unlock(&log_mu);
-}
-
-static bool logged(const char *needle)
-{
-	pthread_mutex_lock(&log_mu);
-	bool ok = strstr(log_text, needle) != NULL;
-	pthread_mutex_unlock(&log_mu);
-	return ok;
-}
 
 Test(restorer, a_closed_target_keeps_the_records_and_says_so)
 {
@@ -336,13 +312,13 @@ Test(restorer, a_closed_target_keeps_the_records_and_says_so)
 	blq_error err;
 	blq_restorer_config rc = {.reader = rd, .decoder = blq_dump_bytes_decoder(), .target = q,
 				  .item_free = free, .check_interval_ns = 2000000,
-				  .logger = {.log = keep, .level = BLQ_LOG_DEBUG}};
+				  .logger = du_keeper};
 	blq_restorer *r = blq_restorer_new(&rc, &err);
 	cr_assert_not_null(r, "%s", err.msg);
 
 	cr_expect(TU_WAIT_FOR(rstats(r).released >= 2, 5000), "released %llu",
 		  (unsigned long long)rstats(r).released);
-	cr_expect(logged("the target refused an item (queue is closed)"), "log: %s", log_text);
+	cr_expect(du_logged("the target refused an item (queue is closed)"), "log: %s", du_log_text);
 	struct blq_restorer_stats s = rstats(r);
 	cr_expect_eq(s.restored, 0);
 	cr_expect_eq(s.done, 0);
@@ -604,12 +580,12 @@ Test(restorer, a_stream_key_of_the_wrong_type_is_a_clear_error)
 	blq_dump_reader *rd = redis_reader(host, port, key, "wt");
 	blq_restorer_config rc = {.reader = rd, .decoder = blq_dump_bytes_decoder(), .target = q,
 				  .item_free = free, .check_interval_ns = 2000000,
-				  .logger = {.log = keep, .level = BLQ_LOG_DEBUG}};
+				  .logger = du_keeper};
 	blq_restorer *r = blq_restorer_new(&rc, &err);
 	cr_assert_not_null(r, "%s", err.msg);
 	freeReplyObject(redisCommand(c, "DEL %s", key));
 	freeReplyObject(redisCommand(c, "SET %s hello", key));
-	cr_expect(TU_WAIT_FOR(logged("WRONGTYPE"), 5000), "log: %s", log_text);
+	cr_expect(TU_WAIT_FOR(du_logged("WRONGTYPE"), 5000), "log: %s", du_log_text);
 	cr_expect_geq(rstats(r).read_errors, 1);
 	blq_restorer_free(r);
 	blq_free(q);
