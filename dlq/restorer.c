@@ -740,10 +740,13 @@ static void shut_down(blq_restorer *r)
 		sync_all(r, now);
 		if (r->in_use == 0 || now >= deadline)
 			break;
+		/* wait_until would not sleep (closing is set): the same wait,
+		 * for any outcome. */
 		hub *h = r->hub;
 		pthread_mutex_lock(&h->mu);
+		atomic_store_explicit(&h->wake_at, 1, memory_order_relaxed);
 		atomic_store_explicit(&h->sleeping, 1, memory_order_seq_cst);
-		if (atomic_load_explicit(&h->done, memory_order_seq_cst) == NULL)
+		if (atomic_load_explicit(&h->pushed, memory_order_seq_cst) == 0)
 			blq__cond_wait_until(&h->cond, &h->mu, min_u64(deadline, now + 10000000u));
 		atomic_store_explicit(&h->sleeping, 0, memory_order_relaxed);
 		pthread_mutex_unlock(&h->mu);
