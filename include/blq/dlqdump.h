@@ -541,7 +541,8 @@ struct blq_restorer_stats {
 	uint64_t returned;     /* records given back not done: refused or
 				* lost by the target, in flight at close */
 	uint64_t redelivered;  /* records with deliveries > 0: possible
-				* duplicates of an earlier, dead restorer's */
+				* duplicates of an earlier, dead restorer's
+				* (an upper bound on the duplicates) */
 	uint64_t in_flight;    /* gauge: records handed out, not yet settled */
 };
 
