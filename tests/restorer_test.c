@@ -396,6 +396,54 @@ Test(restorer, a_leaked_item_is_done_once_its_dump_wrote_it)
 	du_rmrf(dlq);
 }
 
+/* A poison item: every delivery kills its restorer before the outcome.
+ * After max_restores deliveries it goes to the dead store instead. */
+Test(restorer, a_record_delivered_max_restores_times_goes_to_the_dead_store)
+{
+	char *dir = du_tmpdir("poison"), *dead = du_tmpdir("poisoned");
+	dump_ids(dir, 0, 5, 5);
+	blq_dump_reader *rd = fs_reader(dir);
+	/* Two deliveries that never reach an outcome (the target holds the
+	 * items; the restorer gives up at close, as a crash would). */
+	for (int k = 0; k < 2; k++) {
+		tu_gate_close(&gate);
+		blq *q = target(100, gated);
+		blq_restorer *r = restorer(rd, q, 0, 1000000);
+		cr_assert(TU_WAIT_FOR(rstats(r).restored == 5, 5000));
+		blq_restorer_close(r);
+		cr_expect_eq(rstats(r).returned, 5);
+		tu_gate_open(&gate);
+		blq_restorer_free(r);
+		blq_free(q);
+	}
+	memset(seen, 0, sizeof(seen));
+	blq_error err;
+	blq_dump_fs_config dfc = {.directory = dead};
+	blq_dump_writer *dw = blq_dump_fs_writer_new(&dfc, &err);
+	cr_assert_not_null(dw, "%s", err.msg);
+	blq *q = target(100, sink);
+	blq_restorer_config rc = {.reader = rd, .decoder = blq_dump_bytes_decoder(), .target = q,
+				  .item_free = free, .check_interval_ns = 2000000,
+				  .max_restores = 2, .dead = dw};
+	blq_restorer *r = blq_restorer_new(&rc, &err);
+	cr_assert_not_null(r, "%s", err.msg);
+	cr_expect(TU_WAIT_FOR(rstats(r).dumps == 1, 5000));
+	struct blq_restorer_stats s = rstats(r);
+	cr_expect_eq(s.dead, 5, "restores 0 + deliveries 2 reached max_restores 2");
+	cr_expect_eq(s.restored, 0);
+	cr_expect_eq(s.records, s.dead + s.done + s.lost + s.returned + s.in_flight);
+	cr_expect_eq(du_count(dead, "*.bin"), 1);
+	cr_expect_eq(du_count(dir, "*.bin") + du_count(dir, ".*.ckpt"), 0);
+	unsigned dups;
+	cr_expect_eq(count_seen(5, &dups), 0, "none reached the target a third time");
+	blq_restorer_free(r);
+	blq_free(q);
+	blq_dump_writer_free(dw);
+	blq_dump_reader_free(rd);
+	du_rmrf(dir);
+	du_rmrf(dead);
+}
+
 Test(restorer, bad_configs_are_refused_with_the_field_named)
 {
 	char *dir = du_tmpdir("cfg");
@@ -588,6 +636,39 @@ Test(restorer, a_stream_key_of_the_wrong_type_is_a_clear_error)
 	cr_expect(TU_WAIT_FOR(du_logged("WRONGTYPE"), 5000), "log: %s", du_log_text);
 	cr_expect_geq(rstats(r).read_errors, 1);
 	blq_restorer_free(r);
+	blq_free(q);
+	blq_dump_reader_free(rd);
+	freeReplyObject(redisCommand(c, "DEL %s", key));
+	redisFree(c);
+}
+Test(restorer, a_group_deleted_under_a_running_restorer_loses_nothing)
+{
+	char host[64];
+	int port;
+	redisContext *c = redis(host, &port);
+	if (c == NULL)
+		cr_skip_test("BLQ_TEST_REDIS unset: scripts/test.sh provides a server");
+	const char *key = "blq:test:restorer:nogroup";
+	freeReplyObject(redisCommand(c, "DEL %s", key));
+	redis_fill(host, port, key, 40);
+	blq *q = target(100, gated);
+	blq_dump_reader *rd = redis_reader(host, port, key, "ng");
+	blq_restorer *r = restorer(rd, q, 16, 0);
+
+	cr_assert(TU_WAIT_FOR(rstats(r).restored == 16, 5000));
+	freeReplyObject(redisCommand(c, "XGROUP DESTROY %s blq", key));
+	tu_gate_open(&gate);
+	/* The group comes back at the stream's start: what was not deleted
+	 * yet comes again; nothing is lost. */
+	cr_expect(TU_WAIT_FOR(redis_int(c, "XLEN %s", key) == 0 && count_seen(40, &(unsigned){0}) == 40,
+			      10000),
+		  "xlen %lld", redis_int(c, "XLEN %s", key));
+	cr_expect(TU_WAIT_FOR(rstats(r).in_flight == 0, 5000));
+	blq_restorer_free(r);
+	blq_close(q);
+	unsigned dups;
+	cr_expect_eq(count_seen(40, &dups), 40);
+	cr_expect_leq(dups, 16, "at most the window came twice");
 	blq_free(q);
 	blq_dump_reader_free(rd);
 	freeReplyObject(redisCommand(c, "DEL %s", key));
