@@ -32,6 +32,13 @@
  *   entries of a dump that are not done, every claim_idle_ns / 4, so a
  *   live restorer whose items wait long in its target keeps them: only a
  *   dead (or cut-off) one's entries go idle long enough to be taken over.
+ * - A lapsed claim: when no refresh succeeded for claim_idle_ns (the link
+ *   was down), another consumer may own the dump's entries by now. The
+ *   dump then hands out no more entries and refreshes nothing: it only
+ *   acks what it finished. Entries it had not handed out belong to
+ *   whoever claimed them, or stay in our pending list (step 1 takes them
+ *   back, as redeliveries). So a consumer cut off for a while adds no
+ *   duplicates beyond what it had in flight.
  * - A missing group (a fresh server, a deleted key) is created again
  *   (XGROUP CREATE ... 0 MKSTREAM); I/O errors drop the connection and the
  *   restorer tries again at its next check (redis_conn.c backs off).
@@ -75,7 +82,8 @@ typedef struct redis_dump {
 	unsigned char *acked; /* per entry: 1 once acked (or being acked) */
 	size_t *acks;         /* entries done, ack not sent yet */
 	size_t nacks;
-	uint64_t refreshed_ns;
+	uint64_t refreshed_ns; /* last claim (read or refresh) that succeeded */
+	bool lapsed;           /* no more entries handed out (see above) */
 } redis_dump;
 
 static bool is_str(const redisReply *r)
@@ -382,10 +390,28 @@ static void queue_ack(redis_dump *d, size_t i)
 	d->acks[d->nacks++] = i;
 }
 
+/* True once the dump's claim may belong to another consumer. */
+static bool lapsed(redis_reader *rr, redis_dump *d)
+{
+	if (!d->lapsed && blq__monotonic_ns() - d->refreshed_ns >= rr->claim_idle_ns) {
+		d->lapsed = true;
+		blq__dlog(&rr->logger, BLQ_LOG_WARN,
+			  "dump %s: redis %s: no claim refresh for claim_idle_ns: the rest of a "
+			  "batch of %zu entries is left to whoever claims it",
+			  rr->name, rr->conn.addr, d->entries->elements - d->next);
+	}
+	return d->lapsed;
+}
+
 static int rr_record(blq_dump_reader *rd, void *dump, blq_dump_record *rec, blq_error *err)
 {
 	redis_reader *rr = (redis_reader *)rd;
 	redis_dump *d = dump;
+
+	if (d->next < d->entries->elements && lapsed(rr, d)) {
+		rr->own_pending = true; /* what is still ours comes back from step 1 */
+		return 0;
+	}
 
 	while (d->next < d->entries->elements) {
 		size_t i = d->next++;
@@ -538,7 +564,7 @@ static int rr_commit(blq_dump_reader *rd, void *dump, blq_error *err)
 			rc = blq__error_set(err, BLQ_EINVAL, "commit before entry %zu was done", i);
 			break;
 		}
-	if (rc == 0 && d->next < d->entries->elements)
+	if (rc == 0 && d->next < d->entries->elements && !d->lapsed)
 		rc = blq__error_set(err, BLQ_EINVAL, "commit before the last entry was read");
 	if (rc == 0)
 		rc = rr_sync(rd, dump, err);
@@ -569,8 +595,8 @@ static int rr_refresh(blq_dump_reader *rd, void *dump, blq_error *err)
 	uint64_t now = blq__monotonic_ns();
 	static const char *const names[] = {"XCLAIM"};
 
-	if (now - d->refreshed_ns < rr->claim_idle_ns / 4)
-		return 0;
+	if (now - d->refreshed_ns < rr->claim_idle_ns / 4 || lapsed(rr, d))
+		return 0; /* not due, or not ours to keep any more */
 	size_t *idx = malloc((d->entries->elements ? d->entries->elements : 1) * sizeof(*idx)),
 	       n = 0;
 	if (idx == NULL)
