@@ -352,7 +352,9 @@ BLQ_API blq_dump_writer *blq_dump_redis_writer_new(const blq_dump_redis_config *
  * (XACK, XDEL, pipelined in batches) once its item is done. Entries left
  * unacked by a crashed restorer are taken back (its own at once, by name;
  * another consumer's after claim_idle_ns), with their delivery count
- * (XPENDING) as blq_dump_record.deliveries.
+ * (XPENDING) as blq_dump_record.deliveries. A reader that could not
+ * refresh its claim for claim_idle_ns (cut off from the server) hands out
+ * no more of that batch: another consumer may have taken it over.
  * Return: the reader, or NULL with BLQ_EINVAL (bad field, server
  * unreachable: the message names host:port), BLQ_ENOTSUP or BLQ_ENOMEM.
  */
