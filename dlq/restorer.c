@@ -14,10 +14,10 @@
  *   ends the item (a worker, mostly); it stores the outcome, pushes the
  *   slot onto a lock-free stack (Treiber push; the restorer takes the
  *   whole stack at once, so there is no ABA) and wakes the restorer only
- *   when it sleeps, and, while the window is full, only once a quarter of
- *   what is in flight has ended (waking it per item cost a context switch
- *   per item: about a third of the restore rate). The hook takes no lock
- *   on the way of a busy restorer.
+ *   when it sleeps, and, while the window is full of items in the target,
+ *   only once a quarter of them ended, so a full window costs one wake-up
+ *   per batch of outcomes rather than one per item. The hook takes no
+ *   lock on the way of a busy restorer.
  * - Outcomes: processed, failed, timed out and expired make the record
  *   done; leaked makes it done once the target's DLQ made it durable
  *   (blq_dlq_sync; a DLQ without sync counts at the hand-over); lost (the
@@ -34,7 +34,10 @@
  *   max_in_flight. So the restorer's memory is bounded, and a crash
  *   restores again at most max_in_flight records that an outcome already
  *   reached: the duplicates' bound. Marks and leaks are synced when the
- *   window is full, and every SYNC_INTERVAL otherwise.
+ *   window is full, and every SYNC_INTERVAL otherwise. A dump whose commit
+ *   (or the sync before its release) fails stays open, its marks still in
+ *   the window, and is tried again at each sync: a process cut off from
+ *   its store takes no more work whose outcome it could not record.
  * - Lifetime: the slots and the stack live in a `hub` with a reference per
  *   item in the target plus the restorer's own, so an outcome that comes
  *   after blq_restorer_free still finds valid memory; it is just not
