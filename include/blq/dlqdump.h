@@ -319,8 +319,8 @@ typedef struct blq_dump_redis_config {
 	/* Reader: entries per dump. Default 512; at most 100000. */
 	size_t read_count;
 	/* Reader: entries another consumer has held this long unacked are
-	 * taken over (XAUTOCLAIM): the owner died. Default 60 s, at least
-	 * 1 ms. A live restorer refreshes its claim on the entries in its
+	 * taken over (XAUTOCLAIM, looked for every claim_idle_ns / 4): the
+	 * owner died or was cut off. Default 60 s, at least 1 ms. A live restorer refreshes its claim on the entries in its
 	 * target every claim_idle_ns / 4, so this bounds how long a dead
 	 * one's entries wait, not how long an item may take. */
 	uint64_t claim_idle_ns;
