@@ -6,6 +6,50 @@ function(blq_warnings target)
     -Wmissing-prototypes -Wno-unused-parameter)
 endfunction()
 
+# blq_module(<name> SOURCES <files...> [DEPENDS <modules...>])
+# The object library blq_<name> for the module in the current folder. It
+# sees include/ (the public API), its own folder, its own shared/ folder,
+# and for each module it DEPENDS on: util/ (every util header is meant for
+# the modules), or that module's shared/ folder (what it offers the others;
+# the rest of its folder is private). A source or header of the module
+# that includes a path climbing out of it ("../x.h") stops the configure
+# step: such a path would reach past the include directories.
+function(blq_module name)
+  cmake_parse_arguments(M "" "" "SOURCES;DEPENDS" ${ARGN})
+  set(t blq_${name})
+  add_library(${t} OBJECT ${M_SOURCES})
+  set_target_properties(${t} PROPERTIES
+    POSITION_INDEPENDENT_CODE ON
+    C_VISIBILITY_PRESET hidden)
+  target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
+  if(IS_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/shared)
+    target_include_directories(${t} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/shared)
+  endif()
+  foreach(dep ${M_DEPENDS})
+    if(dep STREQUAL "util")
+      target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/util)
+    elseif(IS_DIRECTORY ${PROJECT_SOURCE_DIR}/${dep}/shared)
+      target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/${dep}/shared)
+    else()
+      message(FATAL_ERROR "blq_module(${name}): module '${dep}' offers no shared/ folder")
+    endif()
+  endforeach()
+  target_compile_definitions(${t} PRIVATE _GNU_SOURCE)
+  target_link_libraries(${t} PRIVATE Threads::Threads)
+  blq_warnings(${t})
+  blq_sanitize(${t})
+  file(GLOB_RECURSE own_files ${CMAKE_CURRENT_SOURCE_DIR}/*.c ${CMAKE_CURRENT_SOURCE_DIR}/*.h)
+  foreach(f ${own_files})
+    file(STRINGS ${f} bad REGEX "^[ \t]*#[ \t]*include[ \t]*[\"<][^\">]*\\.\\./")
+    if(bad)
+      file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${f})
+      message(FATAL_ERROR "${rel}: includes a path out of module '${name}' (${bad}); "
+        "include by name what the module's DEPENDS offer (docs/modules.md)")
+    endif()
+  endforeach()
+  set_property(GLOBAL APPEND PROPERTY BLQ_MODULES ${t})
+endfunction()
+
 # Sanitizers are set per target, never through global flags.
 function(blq_sanitize target)
   if(BLQ_SANITIZE STREQUAL "address")

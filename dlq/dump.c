@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/errorf.h"
+#include "errorf.h"
 #include "dump_format.h"
 #include "dump_util.h"
 

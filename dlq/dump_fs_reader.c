@@ -42,7 +42,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../util/errorf.h"
+#include "errorf.h"
 #include "dump_format.h"
 #include "dump_fs.h"
 #include "dump_fs_checkpoint.h"

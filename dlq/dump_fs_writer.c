@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../util/errorf.h"
+#include "errorf.h"
 #include "dump_format.h"
 #include "dump_fs.h"
 

@@ -1,7 +1,7 @@
 /* Built without BLQ_WITH_REDIS: the Redis constructors say so. */
 #include <blq/dlqdump.h>
 
-#include "../util/errorf.h"
+#include "errorf.h"
 
 blq_dump_writer *blq_dump_redis_writer_new(const blq_dump_redis_config *cfg, blq_error *err)
 {

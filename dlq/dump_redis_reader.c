@@ -49,7 +49,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../util/errorf.h"
+#include "errorf.h"
 #include "dump_format.h"
 #include "dump_util.h"
 #include "redis_conn.h"

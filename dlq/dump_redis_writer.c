@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/errorf.h"
+#include "errorf.h"
 #include "dump_format.h"
 #include "redis_conn.h"
 

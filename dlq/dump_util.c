@@ -5,8 +5,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../util/errorf.h"
-#include "../util/thread.h"
+#include "errorf.h"
+#include "thread.h"
 
 void blq__cond_wait_until(pthread_cond_t *c, pthread_mutex_t *mu, uint64_t deadline_ns)
 {

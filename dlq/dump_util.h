@@ -11,7 +11,7 @@
 #define BLQ__DUMP_NAME_MAX 63
 
 /* blq__monotonic_ns, blq__sat_add, blq__cond_init_monotonic. */
-#include "../util/monotonic.h"
+#include "monotonic.h"
 
 /* Durations are at most a year (a larger one is a mistake, often a
  * negative number cast to unsigned); BLQ_EINVAL naming field otherwise.

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../util/errorf.h"
+#include "errorf.h"
 #include "dump_util.h"
 
 static struct timeval tv_of(uint64_t ns)

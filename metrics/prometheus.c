@@ -38,7 +38,7 @@
 #include <blq/prometheus.h>
 #include <blq/qos.h>
 
-#include "../util/errorf.h"
+#include "errorf.h"
 
 #define BLQ__PROM_CELLS 16u
 #define BLQ__PROM_WORKERS 1024u /* the queue's worker limit */

@@ -19,7 +19,7 @@
  *   knows of a free egress slot (`room`, recomputed from the rings'
  *   indices when used up). So items wait in their sub-queues, where the
  *   priority applies, and not in a mover's hands while the egress is full.
- * - Accounting (q->staged, see queue/internal.h): the producer counted the
+ * - Accounting (the port's staged count, engine.h): the producer counted the
  *   item when it entered its sub-queue (ingress.c). The mover keeps it
  *   counted while it holds it and after the push, and gives the counts
  *   back in a flush: one seq_cst subtraction of everything pushed since
@@ -41,8 +41,8 @@
  *   producer that pushed into a sub-queue wakes one (enqueue.c, leave: a
  *   load when nobody sleeps); a woken mover passes a wake-up on to the
  *   next when it found work. With no egress room it sleeps on
- *   q->space_ec, which the workers notify once the egress has drained to
- *   half (worker.c, after_take against q->ring_cap). If a push fails all
+ *   the queue's space event count (the port's), which the workers notify
+ *   once the egress has drained to half (worker.c). If a push fails all
  *   the same (another mover took the slot, or a worker claimed it and has
  *   not yet freed it), the mover holds the item and sleeps there too. So
  *   an idle QoS queue costs no CPU: the original spins idle_threshold
@@ -65,12 +65,12 @@
 
 #include "qos_internal.h"
 
-static bool ending(const blq *q)
+static bool ending(const struct blq__qos *s)
 {
 	/* Acquire: pairs with the stopper's and the closer's stores; after
 	 * them nothing more is asked of a mover. */
-	return atomic_load_explicit(&q->qos->stop, memory_order_acquire) ||
-	       atomic_load_explicit(&q->forced, memory_order_acquire);
+	return atomic_load_explicit(&s->stop, memory_order_acquire) ||
+	       atomic_load_explicit(s->port.forced, memory_order_acquire);
 }
 
 /* The StoreLoad barrier before reading a waiters count (ec.h): one fence
@@ -83,22 +83,14 @@ static bool ending(const blq *q)
 
 static void flush(blq__mover *m)
 {
-	blq *q = m->q;
-	struct blq__qos *s = q->qos;
+	struct blq__qos *s = m->s;
 
-	if (m->moved > 0) {
-		/* seq_cst, after the pushes: a worker that reads staged == 0
-		 * finds these items in the rings (queue/internal.h). */
-		atomic_fetch_sub_explicit(&q->staged, m->moved, memory_order_seq_cst);
-		m->moved = 0;
-	}
-#ifndef BLQ__TSAN
-	/* StoreLoad: our pushes, pops and the subtraction come before the
-	 * waiters counts we read below (ec.h). */
-	blq__full_fence();
-#endif
-	if (WAITERS(&q->items_ec) != 0 && blq__ec_claim(&q->items_ec))
-		blq__ec_wake_slow(&q->items_ec, 1);
+	/* The hand-over (engine.h): seq_cst, after the pushes, so a worker
+	 * that reads staged == 0 finds these items in the rings; its RMW is
+	 * also the StoreLoad barrier before the waiters counts read here and
+	 * below (ec.h); it wakes one worker, and everyone when closed. */
+	blq__handoff(&s->port, s->port.staged, -m->moved, s->port.items);
+	m->moved = 0;
 	for (unsigned i = 0; i < s->n; i++) {
 		blq__subq *sq = &s->subqs[i];
 
@@ -106,21 +98,8 @@ static void flush(blq__mover *m)
 		    blq__ec_claim(&sq->space))
 			blq__ec_wake_slow(&sq->space, 0);
 	}
-	if (WAITERS(&q->idle_ec) != 0)
-		blq__ec_wake_slow(&q->idle_ec, 0);
-	/* seq_cst: pairs with the closer's store (close.c). */
-	if (atomic_load_explicit(&q->closed, memory_order_seq_cst))
-		blq__wake_all(q);
-}
-
-/* Free slots in the egress rings; a snapshot (workers free more). */
-static uint64_t egress_room(const blq *q)
-{
-	uint64_t used = 0;
-
-	for (unsigned i = 0; i < q->nrings; i++)
-		used += blq__ring_size(&q->rings[i]);
-	return used < q->ring_cap ? q->ring_cap - used : 0;
+	if (WAITERS(s->port.idle) != 0)
+		blq__ec_wake_slow(s->port.idle, 0);
 }
 
 /* Waits until the egress has room: a few yielding looks first (the
@@ -129,46 +108,47 @@ static uint64_t egress_room(const blq *q)
  * the mover is to end. */
 static bool wait_room(blq__mover *m)
 {
-	blq *q = m->q;
+	struct blq__qos *s = m->s;
+	blq__ec *space = s->port.space;
 
-	if ((m->room = egress_room(q)) > 0)
+	if ((m->room = blq__core_room(s->port.q)) > 0)
 		return true;
 	flush(m);
-	for (unsigned i = 0; i < BLQ__SPIN_ROUNDS && !ending(q); i++) {
+	for (unsigned i = 0; i < BLQ__SPIN_ROUNDS && !ending(s); i++) {
 		sched_yield();
-		if ((m->room = egress_room(q)) > 0)
+		if ((m->room = blq__core_room(s->port.q)) > 0)
 			return true;
 	}
 	for (;;) {
-		uint32_t snap = blq__ec_prepare(&q->space_ec);
+		uint32_t snap = blq__ec_prepare(space);
 
-		if ((m->room = egress_room(q)) > 0) {
-			blq__ec_cancel(&q->space_ec);
+		if ((m->room = blq__core_room(s->port.q)) > 0) {
+			blq__ec_cancel(space);
 			return true;
 		}
-		if (ending(q)) {
-			blq__ec_cancel(&q->space_ec);
+		if (ending(s)) {
+			blq__ec_cancel(space);
 			return false;
 		}
-		blq__ec_wait(&q->space_ec, snap, 0);
+		blq__ec_wait(space, snap, 0);
 	}
 }
 
 static bool pop(blq__mover *m, unsigned i, blq__item *it)
 {
-	blq *q = m->q;
-	const blq_metrics_writer *mw = q->cfg.metrics;
+	const struct blq__qos *s = m->s;
+	const blq_metrics_writer *mw = s->port.metrics;
 
-	if (!blq__ring_pop(&q->qos->subqs[i].ring, it))
+	if (!blq__ring_pop(&s->subqs[i].ring, it))
 		return false;
 	if (mw != NULL && mw->subq_pull != NULL)
-		mw->subq_pull(mw->ctx, q->name, q->qos->subqs[i].name);
+		mw->subq_pull(mw->ctx, s->port.name, s->subqs[i].name);
 	return true;
 }
 
 static void wrr_pass(blq__mover *m)
 {
-	const struct blq__qos *s = m->q->qos;
+	const struct blq__qos *s = m->s;
 
 	m->cur = (m->cur + 1) % s->n;
 	m->credit = s->subqs[m->cur].quota;
@@ -177,7 +157,7 @@ static void wrr_pass(blq__mover *m)
 /* One item out of a sub-queue, chosen by the algorithm. */
 static bool take(blq__mover *m, blq__item *it)
 {
-	const struct blq__qos *s = m->q->qos;
+	const struct blq__qos *s = m->s;
 	unsigned n = s->n;
 
 	switch (s->cfg.algo) {
@@ -213,16 +193,16 @@ static bool take(blq__mover *m, blq__item *it)
  * take. False: the mover is to end. */
 static bool next(blq__mover *m, blq__item *it)
 {
-	struct blq__qos *s = m->q->qos;
+	struct blq__qos *s = m->s;
 	bool slept = false;
 
 	for (;;) {
-		if (ending(m->q) || (m->room == 0 && !wait_room(m)))
+		if (ending(s) || (m->room == 0 && !wait_room(m)))
 			return false;
 		if (take(m, it))
 			break;
 		flush(m);
-		for (unsigned i = 0; i < BLQ__SPIN_ROUNDS && !ending(m->q); i++) {
+		for (unsigned i = 0; i < BLQ__SPIN_ROUNDS && !ending(s); i++) {
 			sched_yield();
 			if (take(m, it))
 				goto got;
@@ -232,7 +212,7 @@ static bool next(blq__mover *m, blq__item *it)
 			blq__ec_cancel(&s->ec);
 			break;
 		}
-		if (ending(m->q)) {
+		if (ending(s)) {
 			blq__ec_cancel(&s->ec);
 			return false;
 		}
@@ -250,17 +230,7 @@ got:
 /* Round-robin over the egress streams, starting after the last used. */
 static bool push_any(blq__mover *m, const blq__item *it)
 {
-	blq *q = m->q;
-
-	if (q->nrings == 1)
-		return blq__ring_push(&q->rings[0], it);
-	for (unsigned k = 0; k < q->nrings; k++) {
-		if (++m->ring == q->nrings)
-			m->ring = 0;
-		if (blq__ring_push(&q->rings[m->ring], it))
-			return true;
-	}
-	return false;
+	return blq__core_push(m->s->port.q, it, &m->ring);
 }
 
 /* Pushes the item into the egress. A failure despite known room is a slot
@@ -269,30 +239,31 @@ static bool push_any(blq__mover *m, const blq__item *it)
  * forced meanwhile; the item stays in m->held for the closer's sweep. */
 static bool push(blq__mover *m, const blq__item *it)
 {
-	blq *q = m->q;
+	struct blq__qos *s = m->s;
+	blq__ec *space = s->port.space;
 
 	if (push_any(m, it))
 		return true;
 	flush(m);
-	for (unsigned i = 0; i < BLQ__SPIN_ROUNDS && !ending(q); i++) {
+	for (unsigned i = 0; i < BLQ__SPIN_ROUNDS && !ending(s); i++) {
 		sched_yield();
 		if (push_any(m, it))
 			return true;
 	}
 	for (;;) {
-		uint32_t snap = blq__ec_prepare(&q->space_ec);
+		uint32_t snap = blq__ec_prepare(space);
 
 		if (push_any(m, it)) {
-			blq__ec_cancel(&q->space_ec);
+			blq__ec_cancel(space);
 			return true;
 		}
-		if (ending(q)) {
-			blq__ec_cancel(&q->space_ec);
+		if (ending(s)) {
+			blq__ec_cancel(space);
 			m->held = *it;
 			m->has_held = true;
 			return false;
 		}
-		blq__ec_wait(&q->space_ec, snap, 0);
+		blq__ec_wait(space, snap, 0);
 	}
 }
 
@@ -313,12 +284,10 @@ static void *mover_main(void *arg)
 	return NULL;
 }
 
-int blq__qos_start(blq *q, blq_error *err)
+int blq__qos_start(void *state, blq_error *err)
 {
-	struct blq__qos *s = q->qos;
+	struct blq__qos *s = state;
 
-	if (s == NULL)
-		return 0;
 	for (unsigned i = 0; i < s->nmovers; i++) {
 		int e = blq__thread_create(&s->movers[i].thread, mover_main, &s->movers[i]);
 
@@ -331,17 +300,15 @@ int blq__qos_start(blq *q, blq_error *err)
 	return 0;
 }
 
-void blq__qos_stop(blq *q)
+void blq__qos_stop(void *state)
 {
-	struct blq__qos *s = q->qos;
+	struct blq__qos *s = state;
 
-	if (s == NULL)
-		return;
 	/* seq_cst, then the wake-ups: a mover announced on either event
 	 * count either sees the flag on its re-check or is woken (ec.h). */
 	atomic_store_explicit(&s->stop, 1, memory_order_seq_cst);
 	blq__ec_notify(&s->ec, 0);
-	blq__ec_notify(&q->space_ec, 0);
+	blq__ec_notify(s->port.space, 0);
 	for (unsigned i = 0; i < s->nmovers; i++) {
 		if (s->movers[i].joinable) {
 			pthread_join(s->movers[i].thread, NULL);

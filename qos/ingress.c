@@ -3,7 +3,7 @@
  * the ingress table (qos.c) turns it into a sub-queue, and the item goes
  * into that sub-queue's ring: one lock-free push, no lock, no allocation.
  *
- * Accounting: the producer counts the item in q->staged before the push
+ * Accounting: the producer counts the item in staged (the port's) before the push
  * makes it visible, while it still counts as in flight (entered - left),
  * so a worker deciding that a closing queue has nothing more to come
  * (worker.c: closed, no producer in flight, staged == 0) can never miss
@@ -18,23 +18,9 @@
  */
 #include <sched.h>
 
+#include <blq/retry.h>
+
 #include "qos_internal.h"
-
-/* xorshift64*, one state per thread: no lock, no system call. */
-static _Thread_local uint64_t blq__rng;
-
-static unsigned random_percent(void)
-{
-	uint64_t x = blq__rng;
-
-	if (x == 0) /* first use on this thread: seed from the clock and the thread */
-		x = (blq__monotonic_ns() ^ (uint64_t)(uintptr_t)&blq__rng) | 1;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	blq__rng = x;
-	return (unsigned)(((x * UINT64_C(0x2545F4914F6CDD1D)) >> 32) % 100) + 1;
-}
 
 /* The original's weighted evaluator: def for weight 0, 100 from max up,
  * else floor(weight * 100 / max). */
@@ -61,7 +47,7 @@ unsigned blq_qos_eval(const blq_qos_evaluator *e, void *payload, uint64_t weight
 		p = weighted_percent(e, weight);
 		break;
 	case BLQ_QOS_EVAL_RANDOM:
-		p = random_percent();
+		p = (unsigned)blq_rand_below(100) + 1; /* util/rand.c */
 		break;
 	case BLQ_QOS_EVAL_CUSTOM:
 		if (e->fn != NULL)
@@ -78,104 +64,132 @@ unsigned blq_qos_eval(const blq_qos_evaluator *e, void *payload, uint64_t weight
  * back a count that is not there yet); relaxed, because this producer's
  * `left` increment (seq_cst, later) is what publishes it to a closing
  * worker. A failed push takes it back: the item never became visible. */
-static bool subq_push(blq *q, blq__subq *sq, const blq__item *it)
+static bool subq_push(struct blq__qos *s, blq__subq *sq, const blq__item *it)
 {
-	atomic_fetch_add_explicit(&q->staged, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(s->port.staged, 1, memory_order_relaxed);
 	if (blq__ring_push(&sq->ring, it))
 		return true;
-	atomic_fetch_sub_explicit(&q->staged, 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(s->port.staged, 1, memory_order_relaxed);
 	return false;
 }
 
-static void subq_leak_event(blq *q, const blq__subq *sq)
+static void subq_leak_event(const struct blq__qos *s, const blq__subq *sq)
 {
-	const blq_metrics_writer *m = q->cfg.metrics;
+	const blq_metrics_writer *m = s->port.metrics;
 
 	if (m != NULL && m->subq_leak != NULL)
-		m->subq_leak(m->ctx, q->name, sq->name);
+		m->subq_leak(m->ctx, s->port.name, sq->name);
 }
 
 /* The sub-queue is full and the queue leaky: front leaks move its oldest
  * items to the DLQ to make room; else (or when that keeps failing) the new
  * item leaks. True when the new item went into the sub-queue after all. */
-static bool leak(blq *q, blq__cell *c, blq__subq *sq, const blq__item *it)
+static bool leak(struct blq__qos *s, blq__cell *c, blq__subq *sq, const blq__item *it)
 {
-	if (q->cfg.leak_direction == BLQ_LEAK_FRONT) {
+	if (s->port.leak_direction == BLQ_LEAK_FRONT) {
 		blq__item old;
 
-		for (unsigned a = 0; a < q->cfg.front_leak_attempts; a++) {
+		for (unsigned a = 0; a < s->port.front_leak_attempts; a++) {
 			if (blq__ring_pop(&sq->ring, &old)) {
 				/* Relaxed: we are in flight, so no closing worker
 				 * relies on this count until we leave. */
-				atomic_fetch_sub_explicit(&q->staged, 1, memory_order_relaxed);
-				subq_leak_event(q, sq);
-				blq__to_dlq(q, c, &old, &c->leaked_front, BLQ_LEAK_FRONT);
+				atomic_fetch_sub_explicit(s->port.staged, 1, memory_order_relaxed);
+				subq_leak_event(s, sq);
+				blq__core_leak(s->port.q, c, &old, BLQ_LEAK_FRONT);
 			}
-			if (subq_push(q, sq, it))
+			if (subq_push(s, sq, it))
 				return true;
 		}
 	}
-	subq_leak_event(q, sq);
-	blq__to_dlq(q, c, it, &c->leaked_rear, BLQ_LEAK_REAR);
+	subq_leak_event(s, sq);
+	blq__core_leak(s->port.q, c, it, BLQ_LEAK_REAR);
 	return false;
 }
 
 /* Blocks until the item fits into its full sub-queue (0) or the queue
  * closes (BLQ_ECLOSED): a few yielding looks, then a sleep announced and
  * re-checked on the sub-queue's event count (ec.h). */
-static int wait_push(blq *q, blq__subq *sq, const blq__item *it)
+static int wait_push(struct blq__qos *s, blq__subq *sq, const blq__item *it)
 {
+	const _Atomic int *closed = s->port.closed;
+
 	for (unsigned i = 0; i < BLQ__SPIN_ROUNDS; i++) {
-		if (atomic_load_explicit(&q->closed, memory_order_relaxed))
+		if (atomic_load_explicit(closed, memory_order_relaxed))
 			return BLQ_ECLOSED;
 		sched_yield();
-		if (subq_push(q, sq, it))
+		if (subq_push(s, sq, it))
 			return 0;
 	}
 	for (;;) {
 		uint32_t snap = blq__ec_prepare(&sq->space);
 
-		if (subq_push(q, sq, it)) {
+		if (subq_push(s, sq, it)) {
 			blq__ec_cancel(&sq->space);
 			return 0;
 		}
 		/* seq_cst: pairs with the closer's store (enqueue.c). */
-		if (atomic_load_explicit(&q->closed, memory_order_seq_cst)) {
+		if (atomic_load_explicit(closed, memory_order_seq_cst)) {
 			blq__ec_cancel(&sq->space);
 			return BLQ_ECLOSED;
 		}
 		blq__ec_wait(&sq->space, snap, 0);
-		if (atomic_load_explicit(&q->closed, memory_order_seq_cst))
+		if (atomic_load_explicit(closed, memory_order_seq_cst))
 			return BLQ_ECLOSED;
 	}
 }
 
-unsigned blq__qos_percent(const blq *q, void *payload, uint64_t weight)
+void blq__qos_classify(void *state, blq__item *it, uint64_t weight)
 {
-	return blq_qos_eval(&q->qos->cfg.evaluator, payload, weight);
+	struct blq__qos *s = state;
+
+	it->qos_pct = blq_qos_eval(&s->cfg.evaluator, it->payload, weight);
 }
 
-int blq__qos_enqueue(blq *q, blq__cell *c, const blq__item *it, bool try_only, bool *pushed)
+/* Into the sub-queue of it->qos_pct (counted in staged), leaking it from
+ * there, or waiting for room in it as the mode says. A due item from the
+ * timer (BLQ__TIMER) never waits on a sub-queue: when its sub-queue is
+ * full on a queue that blocks, it goes to the egress (blq__place). */
+static int subq_admit(struct blq__qos *s, blq__cell *c, const blq__item *it,
+		      enum blq__mode mode, bool *pushed)
 {
-	struct blq__qos *s = q->qos;
 	blq__subq *sq = &s->subqs[s->ingress[it->qos_pct - 1]];
-	const blq_metrics_writer *m = q->cfg.metrics;
+	const blq_metrics_writer *m = s->port.metrics;
 	int rc = 0;
 
-	*pushed = subq_push(q, sq, it);
+	*pushed = subq_push(s, sq, it);
 	if (!*pushed) {
-		if (q->balanced)
-			blq__scale_up_hint(q); /* full: more hands, now */
-		if (q->leaky)
-			*pushed = leak(q, c, sq, it);
-		else if (try_only)
+		if (s->port.balanced)
+			blq__scale_up_hint(s->port.q); /* full: more hands, now */
+		if (s->port.leaky)
+			*pushed = leak(s, c, sq, it);
+		else if (mode != BLQ__BLOCK)
 			rc = BLQ_EFULL;
 		else
-			*pushed = (rc = wait_push(q, sq, it)) == 0;
+			*pushed = (rc = wait_push(s, sq, it)) == 0;
 	}
 	/* Put: the item reached the sub-queue (and is in it, or leaked at its
 	 * rear), so per sub-queue put = pull + leak + size. */
 	if (rc == 0 && m != NULL && m->subq_put != NULL)
-		m->subq_put(m->ctx, q->name, sq->name);
+		m->subq_put(m->ctx, s->port.name, sq->name);
+	return rc;
+}
+
+int blq__qos_admit(void *state, blq__cell *c, blq__item *it, enum blq__mode mode,
+		   blq__ec **woken)
+{
+	struct blq__qos *s = state;
+	bool pushed = false;
+	int rc = subq_admit(s, c, it, mode, &pushed);
+
+	if (rc == 0) {
+		*woken = pushed ? &s->ec : NULL; /* an egress thread moves it on */
+		return 0;
+	}
+	if (rc == BLQ_EFULL && mode == BLQ__TIMER) {
+		rc = blq__place(s->port.q, c, it, BLQ__TIMER, &pushed);
+		*woken = pushed ? s->port.items : NULL;
+		return rc;
+	}
+	*woken = NULL;
 	return rc;
 }

@@ -1,17 +1,22 @@
 /*
- * QoS lifecycle and views: copying the config, the ingress table and the
- * WRR quotas, the sub-queues' rings, the info and status views.
+ * The QoS engine's table (queue/shared/engine.h) and its lifecycle and
+ * views: copying the config, the ingress table and the WRR quotas, the
+ * sub-queues' rings, the leftovers after a force close, the info and
+ * status views.
  *
- * blq_new calls blq__qos_init before it allocates the rings: the queue's
- * own rings become the egress (q->ring_cap = egress capacity, cfg.streams
- * = egress streams), and cfg.capacity the sum of everything, so blq_size,
- * blq_rate and the balancer see sub-queues and egress as one queue (items
- * in sub-queues count through q->staged).
+ * blq_new calls init before it allocates the rings, and takes the shape
+ * it reports: the queue's own rings become the egress (ring_cap = egress
+ * capacity, streams = egress streams), and the queue's capacity the sum
+ * of everything, so blq_size, blq_rate and the balancer see sub-queues and
+ * egress as one queue (items in sub-queues count through the port's
+ * staged count). The caller's config is not written: the queue keeps its
+ * capacity and streams apart from it.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_escape.h"
 #include "qos_internal.h"
 
 __extension__ typedef unsigned __int128 blq__u128;
@@ -50,20 +55,20 @@ static void wrr_quotas(struct blq__qos *s)
 	}
 }
 
-int blq__qos_init(blq *q)
+static int qos_init(const blq_config *qcfg, const blq__port *port, void **state,
+		    blq__shape *shape)
 {
-	const blq_qos_config *c = q->cfg.qos;
+	const blq_qos_config *c = qcfg->qos;
 	struct blq__qos *s;
 
-	if (c == NULL)
-		return 0;
 	/* Sizes are multiples of the cache line: every struct here is
 	 * cache-line aligned. */
 	s = aligned_alloc(BLQ__CACHELINE, sizeof(*s));
 	if (s == NULL)
 		return BLQ_ENOMEM;
 	memset(s, 0, sizeof(*s));
-	q->qos = s; /* from here on, blq__qos_free undoes whatever was built */
+	*state = s; /* from here on, qos_free undoes whatever was built */
+	s->port = *port;
 	s->cfg = *c;
 	s->cfg.egress = blq__qos_egress_defaults(&c->egress);
 	if (s->cfg.evaluator.kind == BLQ_QOS_EVAL_WEIGHTED && s->cfg.evaluator.max == 0)
@@ -93,20 +98,20 @@ int blq__qos_init(blq *q)
 	ingress_table(s);
 	wrr_quotas(s);
 	for (unsigned i = 0; i < s->nmovers; i++) {
-		s->movers[i].q = q;
+		s->movers[i].s = s;
 		s->movers[i].index = i;
 		s->movers[i].credit = s->subqs[0].quota;
 	}
-	q->cfg.qos = &s->cfg;
-	q->cfg.capacity = (size_t)blq__qos_capacity(&s->cfg);
-	q->cfg.streams = s->cfg.egress.streams;
-	q->ring_cap = s->cfg.egress.capacity;
+	shape->capacity = (size_t)blq__qos_capacity(&s->cfg);
+	shape->ring_cap = s->cfg.egress.capacity;
+	shape->streams = s->cfg.egress.streams;
+	shape->direct_due = false; /* due items enter their sub-queue */
 	return 0;
 }
 
-void blq__qos_free(blq *q)
+static void qos_free(void *state)
 {
-	struct blq__qos *s = q->qos;
+	struct blq__qos *s = state;
 
 	if (s == NULL)
 		return;
@@ -117,46 +122,36 @@ void blq__qos_free(blq *q)
 	free(s->movers);
 	free(s->conf);
 	free(s);
-	q->qos = NULL;
 }
 
-blq__ec *blq__qos_ec(blq *q)
+static void qos_wake_all(void *state)
 {
-	return &q->qos->ec;
-}
+	struct blq__qos *s = state;
 
-void blq__qos_wake_all(blq *q)
-{
-	struct blq__qos *s = q->qos;
-
-	if (s == NULL)
-		return;
 	blq__ec_notify(&s->ec, 0);
 	for (unsigned i = 0; i < s->n; i++)
 		blq__ec_notify(&s->subqs[i].space, 0);
 }
 
-bool blq__qos_take_any(blq *q, blq__item *out)
+static bool qos_take_left(void *state, blq__item *out)
 {
-	struct blq__qos *s = q->qos;
-	const blq_metrics_writer *m = q->cfg.metrics;
+	struct blq__qos *s = state;
+	const blq_metrics_writer *m = s->port.metrics;
 
-	if (s == NULL)
-		return false;
 	for (unsigned i = 0; i < s->nmovers; i++) {
 		if (s->movers[i].has_held) {
 			s->movers[i].has_held = false;
 			*out = s->movers[i].held;
 			/* Relaxed: every other thread has been joined. */
-			atomic_fetch_sub_explicit(&q->staged, 1, memory_order_relaxed);
+			atomic_fetch_sub_explicit(s->port.staged, 1, memory_order_relaxed);
 			return true;
 		}
 	}
 	for (unsigned i = 0; i < s->n; i++) {
 		if (blq__ring_pop(&s->subqs[i].ring, out)) {
-			atomic_fetch_sub_explicit(&q->staged, 1, memory_order_relaxed);
+			atomic_fetch_sub_explicit(s->port.staged, 1, memory_order_relaxed);
 			if (m != NULL && m->subq_leak != NULL)
-				m->subq_leak(m->ctx, q->name, s->subqs[i].name);
+				m->subq_leak(m->ctx, s->port.name, s->subqs[i].name);
 			return true;
 		}
 	}
@@ -165,21 +160,17 @@ bool blq__qos_take_any(blq *q, blq__item *out)
 
 unsigned blq_qos_subqs(const blq *q)
 {
-	return q != NULL && q->qos != NULL ? q->qos->n : 0;
+	const struct blq__qos *s = blq__core_engine_state(q, &blq__qos_engine);
+
+	return s != NULL ? s->n : 0;
 }
 
-int blq_qos_subq_info(const blq *q, unsigned i, blq_qos_subq_stats *out)
+static int subq_info(const struct blq__qos *s, unsigned i, blq_qos_subq_stats *out)
 {
-	const struct blq__qos *s;
-
-	if (q == NULL || out == NULL || (s = q->qos) == NULL || (i >= s->n && i != BLQ_QOS_EGRESS))
-		return BLQ_EINVAL;
 	memset(out, 0, sizeof(*out));
 	if (i == BLQ_QOS_EGRESS) {
 		out->name = "egress";
-		out->capacity = q->ring_cap;
-		for (unsigned k = 0; k < q->nrings; k++)
-			out->size += blq__ring_size(&q->rings[k]);
+		blq__core_rings_usage(s->port.q, &out->size, &out->capacity);
 		return 0;
 	}
 	out->name = s->subqs[i].name;
@@ -190,27 +181,32 @@ int blq_qos_subq_info(const blq *q, unsigned i, blq_qos_subq_stats *out)
 	return 0;
 }
 
+int blq_qos_subq_info(const blq *q, unsigned i, blq_qos_subq_stats *out)
+{
+	const struct blq__qos *s = blq__core_engine_state(q, &blq__qos_engine);
+
+	if (out == NULL || s == NULL || (i >= s->n && i != BLQ_QOS_EGRESS))
+		return BLQ_EINVAL;
+	return subq_info(s, i, out);
+}
+
 /* Appends ,"qos":{...} to blq_status_json's object: the algorithm, then
  * each sub-queue's and the egress's size and capacity. Returns the length
  * the text needs, like snprintf; "" without QoS. */
-int blq__qos_status_json(const blq *q, char *buf, size_t len)
+static int qos_status_json(const void *state, char *buf, size_t len)
 {
+	const struct blq__qos *s = state;
 	static const char *const algo[] = {"pq", "rr", "wrr"};
 	char name[BLQ__NAME_MAX * 6 + 1];
 	blq_qos_subq_stats st;
 	size_t n = 0;
 
-	if (q->qos == NULL) {
-		if (len > 0)
-			buf[0] = '\0';
-		return 0;
-	}
-	blq_qos_subq_info(q, BLQ_QOS_EGRESS, &st);
+	subq_info(s, BLQ_QOS_EGRESS, &st);
 	n += (size_t)snprintf(buf, len, ",\"qos\":{\"algo\":\"%s\",\"egress\":{\"size\":%zu,"
 				       "\"capacity\":%zu},\"subqs\":[",
-			      algo[q->qos->cfg.algo], st.size, st.capacity);
-	for (unsigned i = 0; i < q->qos->n; i++) {
-		blq_qos_subq_info(q, i, &st);
+			      algo[s->cfg.algo], st.size, st.capacity);
+	for (unsigned i = 0; i < s->n; i++) {
+		subq_info(s, i, &st);
 		blq__json_escape(name, sizeof(name), st.name);
 		n += (size_t)snprintf(n < len ? buf + n : NULL, n < len ? len - n : 0,
 				      "%s{\"name\":\"%s\",\"size\":%zu,\"capacity\":%zu}",
@@ -219,3 +215,17 @@ int blq__qos_status_json(const blq *q, char *buf, size_t len)
 	n += (size_t)snprintf(n < len ? buf + n : NULL, n < len ? len - n : 0, "]}");
 	return (int)n;
 }
+
+const blq__engine blq__qos_engine = {
+	.name = "qos",
+	.check = blq__qos_check,
+	.init = qos_init,
+	.start = blq__qos_start,
+	.classify = blq__qos_classify,
+	.admit = blq__qos_admit,
+	.wake_all = qos_wake_all,
+	.stop = blq__qos_stop,
+	.take_left = qos_take_left,
+	.status_json = qos_status_json,
+	.free = qos_free,
+};

@@ -40,8 +40,8 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "../schedule/schedule_internal.h"
 #include "internal.h"
+#include "schedule_internal.h"
 
 /* How much spare capacity the sleep rule keeps over the measured need. */
 #define BLQ__HEADROOM 1.25
@@ -147,7 +147,7 @@ static void shrink(blq *q, unsigned active, unsigned keep, bool stop)
 
 static double fill_rate(const blq *q)
 {
-	return (double)blq__ready(q) / (double)q->cfg.capacity;
+	return (double)blq__ready(q) / (double)q->capacity;
 }
 
 static void scale_up(blq *q, const blq__bounds *b, double rate)

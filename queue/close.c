@@ -38,7 +38,8 @@ void blq__wake_all(blq *q)
 	blq__ec_notify(&q->pause_ec, 0);
 	blq__ec_notify(&q->idle_ec, 0);
 	blq__ec_notify(&q->hb_ec, 0);
-	blq__qos_wake_all(q);
+	if (q->engine->wake_all != NULL)
+		q->engine->wake_all(q->engine_state);
 }
 
 static void begin_close(blq *q, bool force)
@@ -118,7 +119,8 @@ static void sweep(blq *q)
 	uint64_t n = 0;
 
 	blq__timer_sweep(q, c);
-	while (blq__pop_any(q, 0, &it) || blq__qos_take_any(q, &it)) {
+	while (blq__pop_any(q, 0, &it) ||
+	       (q->engine->take_left != NULL && q->engine->take_left(q->engine_state, &it))) {
 		n++;
 		blq__abandon(q, c, &it);
 	}
@@ -165,7 +167,9 @@ static bool finish(blq *q, uint64_t abs_ns)
 	 * empty (they wait for staged items). Forced: they stop now; the
 	 * sweep takes what they held. */
 	blq__timer_stop(q);
-	blq__qos_stop(q); /* after the producers left: sub-queues only drain now */
+	/* After the producers left: an engine's sub-queues only drain now. */
+	if (q->engine->stop != NULL)
+		q->engine->stop(q->engine_state);
 	sweep(q);
 
 	pthread_mutex_lock(&q->mu);

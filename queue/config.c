@@ -6,8 +6,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "../schedule/schedule_internal.h"
 #include "internal.h"
+#include "schedule_internal.h"
 
 static int bad(blq_error *err, const char *fmt, const char *field)
 {
@@ -220,12 +220,9 @@ int blq__config_check(const blq_config *c, blq_error *err)
 				      BLQ__NAME_MAX);
 	if (c->name != NULL && c->name[0] == '\0')
 		return bad(err, "%s: must not be empty (NULL means \"queue\")", "name");
-	if (c->qos != NULL) {
-		if ((rc = blq__qos_check(c, err)) != 0) /* capacity and streams too */
-			return rc;
-	} else if (c->capacity == 0) {
-		return bad(err, "%s: must be > 0", "capacity");
-	}
+	/* The engine's part: capacity (and with QoS, streams) first. */
+	if ((rc = blq__engine_for(c)->check(c, err)) != 0)
+		return rc;
 	if (c->capacity > BLQ__CAPACITY_LIMIT)
 		return blq__error_set(err, BLQ_EINVAL, "capacity: must be <= %llu, got %zu",
 				      (unsigned long long)BLQ__CAPACITY_LIMIT, c->capacity);

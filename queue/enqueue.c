@@ -25,74 +25,13 @@
 #include <stdint.h>
 
 #include "internal.h"
+#include "thread_hash.h"
 
 /* Producers are the caller's threads, unknown to the queue: hash the
  * address of a thread-local to spread them over the producer cells. */
-static _Thread_local char blq__tls_anchor;
-
 blq__cell *blq__producer_cell(blq *q)
 {
-	uint64_t h = (uint64_t)(uintptr_t)&blq__tls_anchor * UINT64_C(0x9E3779B97F4A7C15);
-
-	return &q->cells[q->nworkers + (unsigned)(h >> 60) % BLQ__PRODUCER_CELLS];
-}
-
-/* Round-robin start ring per producer thread, so streams spread the load. */
-static _Thread_local unsigned blq__tls_rr;
-
-bool blq__push_any(blq *q, const blq__item *it)
-{
-	unsigned n = q->nrings;
-
-	if (n == 1)
-		return blq__ring_push(&q->rings[0], it);
-	unsigned start = blq__tls_rr++;
-	for (unsigned i = 0; i < n; i++)
-		if (blq__ring_push(&q->rings[(start + i) % n], it))
-			return true;
-	return false;
-}
-
-/* The condition a waiting pusher gives up on: a close for producers, only
- * a force for the timer thread (a graceful close drains the timer). */
-static bool give_up(const blq *q, enum blq__mode mode)
-{
-	return atomic_load_explicit(mode == BLQ__TIMER ? &q->forced : &q->closed,
-				    memory_order_seq_cst) != 0;
-}
-
-static bool spin_push(blq *q, const blq__item *it, enum blq__mode mode)
-{
-	for (unsigned i = 0; i < BLQ__SPIN_ROUNDS; i++) {
-		if (give_up(q, mode))
-			return false;
-		sched_yield();
-		if (blq__push_any(q, it))
-			return true;
-	}
-	return false;
-}
-
-bool blq__pop_any(blq *q, unsigned start, blq__item *out)
-{
-	/* Due retries and delayed items first (timer.c). */
-	blq__ring *due = atomic_load_explicit(&q->due, memory_order_acquire);
-
-	if (due != NULL && blq__ring_pop(due, out))
-		return true;
-	return blq__pop_rings(q, start, out);
-}
-
-bool blq__pop_rings(blq *q, unsigned start, blq__item *out)
-{
-	unsigned n = q->nrings;
-
-	if (n == 1)
-		return blq__ring_pop(&q->rings[0], out);
-	for (unsigned i = 0; i < n; i++)
-		if (blq__ring_pop(&q->rings[(start + i) % n], out))
-			return true;
-	return false;
+	return &q->cells[q->nworkers + blq__thread_cell(BLQ__PRODUCER_CELLS)];
 }
 
 int64_t blq__inflight(const blq *q)
@@ -106,36 +45,18 @@ int64_t blq__inflight(const blq *q)
 	return (int64_t)(entered - left);
 }
 
-/* Counts the producer out; then, if it pushed, wakes a worker that sleeps
- * (with QoS, an egress thread).
- * The locked add orders the push before the read of the waiters count,
- * which is the barrier blq__ec_notify would otherwise issue (ec.h). */
-static void leave(blq *q, blq__cell *c, bool pushed)
+/* Counts the producer out and, if it placed the item, wakes whoever takes
+ * it next (`woken`: a worker, or with QoS an egress thread) if one
+ * sleeps: blq__handoff, whose locked add on `left` is also the barrier the
+ * wake-up check needs (engine.h). */
+static void leave(blq *q, blq__cell *c, blq__ec *woken)
 {
-	atomic_fetch_add_explicit(&c->left, 1, memory_order_seq_cst);
-#if !defined(__x86_64__) && !defined(__i386__)
-	/* Elsewhere a seq_cst RMW need not be a full barrier. */
-	atomic_thread_fence(memory_order_seq_cst);
-#endif
-	if (!pushed) {
+	blq__handoff(&q->port, &c->left, 1, woken);
+	if (woken == NULL) {
 		/* Refused or leaked: blq_wait_idle may be waiting for the
 		 * producers to leave. */
 		blq__ec_notify(&q->idle_ec, 0);
-	} else {
-		/* QoS: the item is in a sub-queue; an egress thread moves it on. */
-		blq__ec *ec = q->qos != NULL ? blq__qos_ec(q) : &q->items_ec;
-#ifdef BLQ__TSAN
-		blq__ec_notify(ec, 1); /* TSan: the RMW form of the barrier */
-#else
-		if (atomic_load_explicit(&ec->waiters, memory_order_relaxed) != 0 &&
-		    blq__ec_claim(ec))
-			blq__ec_wake_slow(ec, 1);
-#endif
 	}
-	/* After close, the closer and draining workers wait for the producers
-	 * to leave: tell them. Only on the rare closing path. */
-	if (atomic_load_explicit(&q->closed, memory_order_seq_cst))
-		blq__wake_all(q);
 }
 
 static void accepted(blq *q)
@@ -155,77 +76,8 @@ static void balance_hint(blq *q, uint64_t n)
 	if ((n & 63) != 63)
 		return;
 	uint64_t wake = atomic_load_explicit(&q->wakeup_permille, memory_order_relaxed);
-	if (blq__ready(q) * 1000 >= wake * q->cfg.capacity)
+	if (blq__ready(q) * 1000 >= wake * q->capacity)
 		blq__scale_up_hint(q);
-}
-
-/* The ring is full and the queue is leaky: make room at the front (moving
- * the oldest items to the DLQ) or leak the new item at the rear. True when
- * the new item went into the ring after all. */
-static bool leak(blq *q, blq__cell *c, const blq__item *it)
-{
-	if (q->cfg.leak_direction == BLQ_LEAK_FRONT) {
-		blq__item old;
-
-		/* The producers' rings only: a due item in the timer's ring
-		 * frees no room here (that ring is not where ours goes). */
-		for (unsigned a = 0; a < q->cfg.front_leak_attempts; a++) {
-			if (blq__pop_rings(q, 0, &old))
-				blq__to_dlq(q, c, &old, &c->leaked_front, BLQ_LEAK_FRONT);
-			if (blq__push_any(q, it))
-				return true;
-		}
-	}
-	blq__to_dlq(q, c, it, &c->leaked_rear, BLQ_LEAK_REAR);
-	return false;
-}
-
-
-int blq__place(blq *q, blq__cell *c, blq__item *it, enum blq__mode mode, bool *pushed)
-{
-	*pushed = false;
-	for (;;) {
-		if (blq__push_any(q, it)) {
-			*pushed = true;
-			return 0;
-		}
-		if (q->balanced)
-			blq__scale_up_hint(q); /* full: more hands, now */
-		if (q->leaky) {
-			*pushed = leak(q, c, it);
-			return 0;
-		}
-		if (mode == BLQ__TRY)
-			return BLQ_EFULL;
-		/* The timer thread wakes the workers once per batch, after it
-		 * (timer.c, deliver_batch): the items of this batch it has
-		 * pushed so far have woken nobody. Wake a worker before waiting
-		 * for room, or the rings stay full of them while the workers
-		 * sleep as if they were empty (a woken worker passes it on). */
-		if (mode == BLQ__TIMER)
-			blq__ec_notify(&q->items_ec, 1);
-		/* Slow path: a few yielding looks (the workers are draining;
-		 * yielding hands them our CPU), then sleep until a worker frees
-		 * room or we must give up, re-checking both after announcing
-		 * ourselves. */
-		if (spin_push(q, it, mode)) {
-			*pushed = true;
-			return 0;
-		}
-		uint32_t snap = blq__ec_prepare(&q->space_ec);
-		if (blq__push_any(q, it)) {
-			blq__ec_cancel(&q->space_ec);
-			*pushed = true;
-			return 0;
-		}
-		if (give_up(q, mode)) {
-			blq__ec_cancel(&q->space_ec);
-			return BLQ_ECLOSED;
-		}
-		blq__ec_wait(&q->space_ec, snap, 0);
-		if (give_up(q, mode))
-			return BLQ_ECLOSED;
-	}
 }
 
 /* `delay` is relative; it->deadline_ns arrives relative and leaves
@@ -234,7 +86,7 @@ static int enqueue_item(blq *q, blq__item *it, enum blq__mode mode, uint64_t del
 			uint64_t weight)
 {
 	blq__cell *c = blq__producer_cell(q);
-	bool pushed = false;
+	blq__ec *woken = NULL; /* where the item went: who to wake */
 	int rc = 0;
 
 	/* seq_cst RMW then seq_cst load: see "Close safety" above. The count
@@ -251,8 +103,8 @@ static int enqueue_item(blq *q, blq__item *it, enum blq__mode mode, uint64_t del
 	    blq__inflight(q) >= (int64_t)q->cfg.force_calibration_limit)
 		blq__calibrate_try(q);
 	/* Priority is decided at the enqueue, delayed or not. */
-	if (q->qos != NULL)
-		it->qos_pct = blq__qos_percent(q, it->payload, weight);
+	if (q->engine->classify != NULL)
+		q->engine->classify(q->engine_state, it, weight);
 	/* The clock is read only when something needs it. */
 	if (q->stamp || it->deadline_ns != 0 || delay != 0) {
 		uint64_t now = blq__now(q);
@@ -273,18 +125,15 @@ static int enqueue_item(blq *q, blq__item *it, enum blq__mode mode, uint64_t del
 			goto out;
 		}
 	}
-	if (q->qos != NULL)
-		rc = blq__qos_enqueue(q, c, it, mode == BLQ__TRY, &pushed);
-	else
-		rc = blq__place(q, c, it, mode, &pushed);
+	rc = q->engine->admit(q->engine_state, c, it, mode, &woken);
 	/* No active worker for our item (workers_min 0): start one while we
 	 * still count as in flight, so a close cannot finish before it. */
-	if (pushed && q->balanced && atomic_load_explicit(&q->n_active, memory_order_acquire) == 0)
+	if (woken != NULL && q->balanced && atomic_load_explicit(&q->n_active, memory_order_acquire) == 0)
 		blq__scale_up_hint(q);
 out:
 	if (rc != 0)
 		atomic_fetch_add_explicit(&c->refused, 1, memory_order_relaxed);
-	leave(q, c, pushed);
+	leave(q, c, woken);
 	if (rc == 0) {
 		accepted(q);
 		if (q->balanced)

@@ -9,7 +9,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "ring.h"
+#include "item_ring.h"
 #include "timer.h"
 
 #define BLQ__INBOX_CAP 256u

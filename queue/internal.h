@@ -1,8 +1,11 @@
 /*
- * The queue's internals, shared by the files of queue/. Not installed.
+ * The queue's internals, shared by the files of queue/. Not installed;
+ * other modules never include it (engines see the core through
+ * shared/engine.h only).
  *
- * Lock order: q->mu is the only mutex; it guards the close state machine
- * and the worker-exit bookkeeping, never the hot path.
+ * Locks: pool_mu (the balancer) before mu (the close state machine and
+ * worker exits); the timer's mutex (timer.h) is never held with either.
+ * None of them is taken on the enqueue or take path of an undelayed item.
  */
 #ifndef BLQ_QUEUE_INTERNAL_H
 #define BLQ_QUEUE_INTERNAL_H
@@ -15,23 +18,19 @@
 #include <blq/queue.h>
 #include <blq/schedule.h>
 
-#include "../util/errorf.h"
-#include "../util/thread.h"
-#include "../util/monotonic.h"
 #include "ec.h"
-#include "ring.h"
+#include "engine.h"
+#include "errorf.h"
+#include "item_ring.h"
+#include "monotonic.h"
+#include "thread.h"
 #include "timer.h"
 
-#define BLQ__NAME_MAX 63
 #define BLQ__WORKERS_LIMIT 1024u
-#define BLQ__CAPACITY_LIMIT (1ull << 30)
 /* Every interval of the config and of a job: a year. Larger values are
  * mistakes (often a negative number cast to unsigned). */
 #define BLQ__INTERVAL_LIMIT (365ull * 24 * 3600 * 1000000000ull)
 #define BLQ__RETRIES_LIMIT 1000000u
-/* Looks (each a pause and a sched_yield) a thread makes before it sleeps
- * on an empty or full queue. */
-#define BLQ__SPIN_ROUNDS 16u
 /* Counter cells shared by producer threads (hashed by thread). */
 #define BLQ__PRODUCER_CELLS 16u
 
@@ -128,37 +127,56 @@ typedef struct blq__bounds {
 	int range; /* schedule range index, -1 = the config's */
 } blq__bounds;
 
+/*
+ * The queue. Its fields are grouped by what guards them; a group that
+ * threads write starts a cache line of its own (alignas), so that a
+ * producer's enqueue, which reads the first groups, does not share a line
+ * with what workers, the timer or QoS write per item.
+ */
 struct blq {
-	blq_config cfg; /* copied; cfg.name points at name[] */
+	/* -- Set by blq_new before any thread starts; read-only after. -- */
+	blq_config cfg; /* copied; cfg.name points at name[]; cfg.qos is
+			 * NULL (the engine keeps its own copy) */
 	char name[BLQ__NAME_MAX + 1];
 	bool leaky;
 	bool stamp;    /* read the clock on enqueue */
 	bool balanced; /* workers_min < workers_max, or a schedule */
 	bool own_clock; /* cfg.clock.now_ns is the caller's, not CLOCK_MONOTONIC */
+	bool direct_due; /* the engine lets the timer use a due ring (shape) */
 	blq_schedule *schedule; /* a copy, or NULL */
 	uint64_t start_ns;      /* the queue's clock at creation (relative schedules) */
-
+	/* The engine new items go through (engine.h), its state, and what
+	 * it may see of the queue. */
+	const blq__engine *engine;
+	void *engine_state;
+	blq__port port;
+	size_t capacity;       /* the engine's shape: everything the queue holds */
 	unsigned nrings;
 	blq__ring *rings;
-	size_t ring_cap;       /* the rings' capacity: cfg.capacity, or the QoS egress's */
-	/* The timer's due items (timer.c), taken before the rings': NULL until
-	 * the timer starts, and always with QoS (due items enter their
-	 * sub-queue). Set once, before the timer thread exists. */
-	_Atomic(blq__ring *) due;
-	struct blq__qos *qos;  /* priority sub-queues (qos/), or NULL */
+	size_t ring_cap;       /* the rings' share of capacity (QoS: its egress) */
 
-	/* Workers sleep on items_ec while every ring is empty; producers
-	 * sleep on space_ec while every ring is full; the closer sleeps on
-	 * ctl_ec for producers to leave; blq_wait_idle on idle_ec; paused
-	 * workers on pause_ec. */
+	/* -- Set once, atomically (release), by the timer's first add. -- */
+	/* The timer's due items (timer.c), taken before the rings': NULL until
+	 * the timer starts, and always when the engine says !direct_due (due
+	 * items are admitted like new ones). */
+	_Atomic(blq__ring *) due;
+
+	/* -- Event counts (ec.h): lock-free sleep and wake, each on its own
+	 * line where two sides hit it per item. -- Workers sleep on items_ec
+	 * while every ring is empty; producers (and QoS egress threads) sleep
+	 * on space_ec while every ring is full; the closer sleeps on ctl_ec
+	 * for producers to leave; blq_wait_idle on idle_ec; paused workers on
+	 * pause_ec; the heartbeat thread on hb_ec. */
 	alignas(BLQ__CACHELINE) blq__ec items_ec;
 	alignas(BLQ__CACHELINE) blq__ec space_ec;
 	alignas(BLQ__CACHELINE) blq__ec ctl_ec;
 	blq__ec idle_ec;
 	blq__ec pause_ec;
-	blq__ec hb_ec; /* the heartbeat thread's sleep */
+	blq__ec hb_ec;
 
-	/* Read on every enqueue, written rarely. */
+	/* -- Atomic flags read on every enqueue, written rarely (close,
+	 * pause, the balancer). seq_cst where the close protocol pairs them
+	 * with the producers' counts (enqueue.c); relaxed otherwise. -- */
 	alignas(BLQ__CACHELINE) _Atomic int closed;
 	_Atomic int forced;
 	_Atomic int paused;
@@ -166,25 +184,30 @@ struct blq {
 	_Atomic int throttled;     /* the queue was full at the last look */
 	_Atomic unsigned wakeup_permille; /* bounds.wakeup * 1000, for enqueue-side hints */
 
-	/* Items accepted but held outside the rings: waiting in the timer
-	 * (delays, retry backoff), in QoS sub-queues, or in the hands of the
-	 * thread moving them into a ring. A mover counts an item here before
-	 * it leaves the place it was counted before, and uncounts it (seq_cst)
-	 * only after pushing it into a ring, then notifies items_ec (and, when
-	 * closed, blq__wake_all). So a worker that sees closed, no producer in
-	 * flight and staged == 0 knows the rings hold all there will be.
-	 * Counted in blq_size. Workers' retries count in their inboxes
-	 * instead (inbox.c); blq__staged reads both. */
+	/* -- Atomic, written by every mover: its own line. -- Items accepted
+	 * but held outside the rings: waiting in the timer (delays, retry
+	 * backoff), in an engine's hands (QoS sub-queues), or in the hands of
+	 * the thread moving them into a ring. A mover counts an item here
+	 * before it leaves the place it was counted before, and uncounts it
+	 * (seq_cst) only after pushing it into a ring, through blq__handoff
+	 * (engine.h), which also wakes a worker and, when closed, everyone.
+	 * So a worker that sees closed, no producer in flight and staged == 0
+	 * knows the rings hold all there will be. Counted in blq_size.
+	 * Workers' retries count in their inboxes instead (inbox.c);
+	 * blq__staged reads both. */
 	alignas(BLQ__CACHELINE) _Atomic uint64_t staged;
 
-	/* Read on every enqueue and take: a line of their own, away from
-	 * `staged`, which QoS producers, retries and the timer write. */
+	/* -- Set by blq_new, read-only after; read on every enqueue and take:
+	 * a line of its own, away from `staged`. The cells' and workers'
+	 * own fields follow their own rules (blq__cell, blq__worker). -- */
 	alignas(BLQ__CACHELINE) unsigned nworkers; /* thread ceiling: max workers_max of config and schedule */
 	blq__worker *workers;
 	unsigned ncells; /* nworkers + BLQ__PRODUCER_CELLS + 1 (closer) */
 	blq__cell *cells;
 
-	/* Balancer state, under pool_mu. Lock order: pool_mu before mu. */
+	/* -- Under pool_mu: the balancer's state. Lock order: pool_mu
+	 * before mu. The four counters are written under pool_mu and read
+	 * without it (relaxed, by blq_stats). -- */
 	pthread_mutex_t pool_mu;
 	bool pool_closed;  /* no more thread starts */
 	blq__bounds bounds;
@@ -193,13 +216,15 @@ struct blq {
 	bool hb_started;
 	_Atomic uint64_t woken, slept, started_threads, stopped_threads;
 
+	/* -- The timer: its own mutex and atomics (timer.h). -- */
 	blq__timer timer; /* delays and retry backoff (timer.c) */
 
+	/* -- Under mu: the close state machine and the worker exits. -- */
 	pthread_mutex_t mu;
 	pthread_cond_t cond;      /* signalled when alive or state change */
-	unsigned alive;           /* worker threads not yet exited; under mu */
-	enum blq__state state;    /* under mu */
-	bool finishing;           /* someone is joining and sweeping; under mu */
+	unsigned alive;           /* worker threads not yet exited */
+	enum blq__state state;
+	bool finishing;           /* someone is joining and sweeping */
 };
 
 /* Worker i's retry inbox (inbox.c), or NULL before its first retry. */
@@ -238,22 +263,22 @@ void blq__log(const blq *q, int level, const char *fmt, ...)
 
 /* enqueue.c */
 blq__cell *blq__producer_cell(blq *q);
-bool blq__push_any(blq *q, const blq__item *it);
-bool blq__pop_any(blq *q, unsigned start, blq__item *out); /* the due ring, then the rings */
-bool blq__pop_rings(blq *q, unsigned start, blq__item *out); /* the producers' rings only */
 int64_t blq__inflight(const blq *q); /* producers inside enqueue */
-/* How blq__place waits for room: a producer's blocking enqueue (gives up
- * on close), try-enqueue (never waits), or the timer thread (waits through
- * a graceful close, gives up only on a force). */
-enum blq__mode { BLQ__BLOCK, BLQ__TRY, BLQ__TIMER };
-/* Puts the item into a ring, leaking (leaky queue) or waiting for room as
- * the mode says. 0 with *pushed true (in a ring) or false (leaked: counted,
- * owned by the DLQ); BLQ_EFULL (try) or BLQ_ECLOSED: not placed, the
- * caller still holds the item. */
-int blq__place(blq *q, blq__cell *c, blq__item *it, enum blq__mode mode, bool *pushed);
 /* blq_enqueue_job (or, with try_only, blq_try_enqueue_job) with `done` as
  * the item's hook in place of job->done (blq_enqueue_wait's, wait.c). */
 int blq__enqueue_job_as(blq *q, const blq_job *job, const blq_done *done, bool try_only);
+
+/* rings.c (and engine.h's blq__core_push, blq__core_room) */
+bool blq__push_any(blq *q, const blq__item *it);
+bool blq__pop_any(blq *q, unsigned start, blq__item *out); /* the due ring, then the rings */
+bool blq__pop_rings(blq *q, unsigned start, blq__item *out); /* the producers' rings only */
+
+/* engine.c: choosing the engine (the one place that names QoS) and
+ * building it into a new queue. */
+const blq__engine *blq__engine_for(const blq_config *cfg);
+/* Fills q->port, has the engine build its state, and takes its shape
+ * (capacity, ring_cap, nrings' count in *streams). BLQ_ENOMEM. */
+int blq__engine_setup(blq *q, unsigned *streams);
 
 /* outcome.c: the one place where items end (counts, frees, DLQ, metrics,
  * and the blq_enqueue_wait caller). */
@@ -324,31 +349,7 @@ int blq__balancer_start(blq *q, blq_error *err);
 void blq__balancer_stop(blq *q);
 void blq__calibrate(blq *q);           /* one heartbeat's work; takes pool_mu */
 void blq__calibrate_try(blq *q);       /* the same, unless someone else is at it */
-void blq__scale_up_hint(blq *q);       /* enqueue side: cheap, may do nothing */
 void blq__balance_on_close(blq *q);    /* asleep workers help drain */
-
-/* close.c */
-void blq__wake_all(blq *q);
-
-/* status.c */
-size_t blq__json_escape(char *dst, size_t cap, const char *s);
-
-/* qos/: priority sub-queues. Every hook but blq__qos_check,
- * blq__qos_enqueue and blq__qos_ec does nothing when q->qos is NULL. */
-int blq__qos_check(const blq_config *cfg, blq_error *err); /* cfg->qos set */
-int blq__qos_init(blq *q);  /* copies cfg.qos; sets cfg.capacity and streams */
-int blq__qos_start(blq *q, blq_error *err); /* the egress threads */
-/* The evaluator's percent for an item, 1..100. */
-unsigned blq__qos_percent(const blq *q, void *payload, uint64_t weight);
-/* Places the item in the sub-queue of it->qos_pct (counted in staged),
- * leaks it, or says BLQ_EFULL/BLQ_ECLOSED; *pushed: it is in a sub-queue. */
-int blq__qos_enqueue(blq *q, blq__cell *c, const blq__item *it, bool try_only, bool *pushed);
-blq__ec *blq__qos_ec(blq *q); /* where the egress threads wait for items */
-void blq__qos_wake_all(blq *q);
-void blq__qos_stop(blq *q); /* at finish: end and join the egress threads */
-bool blq__qos_take_any(blq *q, blq__item *out); /* after stop: leftovers */
-int blq__qos_status_json(const blq *q, char *buf, size_t len);
-void blq__qos_free(blq *q);
 
 static inline void blq__cpu_relax(void)
 {

@@ -67,6 +67,11 @@ void blq__to_dlq(blq *q, blq__cell *c, const blq__item *it, _Atomic uint64_t *le
 	blq__lose(q, c, it);
 }
 
+void blq__core_leak(blq *q, blq__cell *c, const blq__item *it, enum blq_leak_dir dir)
+{
+	blq__to_dlq(q, c, it, dir == BLQ_LEAK_FRONT ? &c->leaked_front : &c->leaked_rear, dir);
+}
+
 void blq__abandon(blq *q, blq__cell *c, const blq__item *it)
 {
 	if (q->leaky)

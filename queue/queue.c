@@ -16,8 +16,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../schedule/schedule_internal.h"
 #include "internal.h"
+#include "schedule_internal.h"
 
 static uint64_t default_now(void *ctx)
 {
@@ -71,17 +71,16 @@ static void apply_defaults(blq *q)
 	c->schedule = NULL; /* the queue keeps its own copy (q->schedule) */
 }
 
-static int alloc_rings(blq *q)
+/* The rings the engine's shape asks for: ring_cap slots over `streams`. */
+static int alloc_rings(blq *q, unsigned streams)
 {
-	if (q->ring_cap == 0) /* QoS has set its egress's */
-		q->ring_cap = q->cfg.capacity;
-	size_t per = q->ring_cap / q->cfg.streams, extra = q->ring_cap % q->cfg.streams;
+	size_t per = q->ring_cap / streams, extra = q->ring_cap % streams;
 
-	q->rings = aligned_alloc(BLQ__CACHELINE, sizeof(blq__ring) * q->cfg.streams);
+	q->rings = aligned_alloc(BLQ__CACHELINE, sizeof(blq__ring) * streams);
 	if (q->rings == NULL)
 		return BLQ_ENOMEM;
-	memset(q->rings, 0, sizeof(blq__ring) * q->cfg.streams);
-	for (unsigned i = 0; i < q->cfg.streams; i++) {
+	memset(q->rings, 0, sizeof(blq__ring) * streams);
+	for (unsigned i = 0; i < streams; i++) {
 		if (blq__ring_init(&q->rings[i], per + (i < extra ? 1 : 0)) != 0)
 			return BLQ_ENOMEM;
 		q->nrings++;
@@ -154,7 +153,8 @@ static void destroy(blq *q, bool sync_ready)
 	free(q->workers);
 	blq_schedule_free(q->schedule);
 	blq__timer_destroy(q);
-	blq__qos_free(q);
+	if (q->engine != NULL && q->engine->free != NULL)
+		q->engine->free(q->engine_state);
 	if (sync_ready) {
 		pthread_cond_destroy(&q->cond);
 		pthread_mutex_destroy(&q->pool_mu);
@@ -170,6 +170,7 @@ static void destroy(blq *q, bool sync_ready)
 blq *blq_new(const blq_config *cfg, blq_error *err)
 {
 	blq *q;
+	unsigned streams = 0;
 	int rc;
 
 	blq__error_set(err, BLQ_OK, "%s", "");
@@ -190,9 +191,10 @@ blq *blq_new(const blq_config *cfg, blq_error *err)
 	}
 	apply_defaults(q);
 	q->start_ns = blq__now(q);
-	if (blq__qos_init(q) != 0 || alloc_rings(q) != 0 || alloc_workers(q) != 0) {
+	if (blq__engine_setup(q, &streams) != 0 || alloc_rings(q, streams) != 0 ||
+	    alloc_workers(q) != 0) {
 		blq__error_set(err, BLQ_ENOMEM, "capacity: out of memory for %zu items",
-			       q->cfg.capacity);
+			       q->capacity != 0 ? q->capacity : q->cfg.capacity);
 		destroy(q, false);
 		return NULL;
 	}
@@ -207,8 +209,8 @@ blq *blq_new(const blq_config *cfg, blq_error *err)
 		return NULL;
 	}
 	rc = blq__balancer_start(q, err);
-	if (rc == 0)
-		rc = blq__qos_start(q, err);
+	if (rc == 0 && q->engine->start != NULL)
+		rc = q->engine->start(q->engine_state, err);
 	if (rc != 0) {
 		blq_force_close(q); /* stops and joins the workers that did start */
 		destroy(q, true);
@@ -219,7 +221,7 @@ blq *blq_new(const blq_config *cfg, blq_error *err)
 	if (m != NULL && m->worker_setup != NULL)
 		m->worker_setup(m->ctx, q->name, b.min, 0, q->nworkers - b.min);
 	blq__log(q, BLQ_LOG_INFO, "queue %s: started, capacity %zu, workers %u..%u%s", q->name,
-		 q->cfg.capacity, b.min, b.max, q->balanced ? " (balanced)" : "");
+		 q->capacity, b.min, b.max, q->balanced ? " (balanced)" : "");
 	return q;
 }
 
@@ -270,14 +272,14 @@ size_t blq_size(const blq *q)
 
 size_t blq_capacity(const blq *q)
 {
-	return q != NULL ? q->cfg.capacity : 0;
+	return q != NULL ? q->capacity : 0;
 }
 
 double blq_rate(const blq *q)
 {
 	if (q == NULL)
 		return 0.0;
-	double r = (double)blq__ready(q) / (double)q->cfg.capacity;
+	double r = (double)blq__ready(q) / (double)q->capacity;
 	return r < 1.0 ? r : 1.0; /* QoS movers' batched counts may run ahead */
 }
 
@@ -323,7 +325,7 @@ int blq_stats(const blq *q, struct blq_stats *out)
 	out->timed_out = fold(q, offsetof(blq__cell, timed_out));
 	out->delayed = blq__timer_size(q);
 	out->size = blq_size(q);
-	out->capacity = q->cfg.capacity;
+	out->capacity = q->capacity;
 	blq__pool_counts(q, &out->workers_active, &out->workers_asleep, &out->workers_idle);
 	out->workers_woken = atomic_load_explicit(&q->woken, memory_order_relaxed);
 	out->workers_slept = atomic_load_explicit(&q->slept, memory_order_relaxed);

@@ -1,34 +1,19 @@
-/* blq_status_json: the queue's state as one JSON object (the original's
- * String()). */
+/*
+ * blq_status_json: the queue's state as one JSON object, the original's
+ * String() with blq's own fields (docs: status fields).
+ *
+ * One snapshot of blq_stats, the state word read under q->mu (so "closed"
+ * is never reported while the closer is still sweeping), then one
+ * snprintf; the engine appends its part (QoS: ",\"qos\":{...}"). Every
+ * part is written like snprintf: into what room is left, returning the
+ * length the whole text needs, so a caller can size its buffer with a
+ * first call (buf NULL, len 0). The queue's name is JSON-escaped
+ * (util/json_escape.c), so any name gives valid JSON.
+ */
 #include <stdio.h>
 
 #include "internal.h"
-
-/* Writes s as a JSON string body: quotes, backslashes and control bytes
- * escaped, so any queue name gives valid JSON. */
-size_t blq__json_escape(char *dst, size_t cap, const char *s)
-{
-	size_t n = 0;
-
-	for (; *s != '\0'; s++) {
-		unsigned char ch = (unsigned char)*s;
-		char tmp[8];
-		int k;
-
-		if (ch == '"' || ch == '\\')
-			k = snprintf(tmp, sizeof(tmp), "\\%c", ch);
-		else if (ch < 0x20)
-			k = snprintf(tmp, sizeof(tmp), "\\u%04x", ch);
-		else
-			k = snprintf(tmp, sizeof(tmp), "%c", ch);
-		for (int i = 0; i < k; i++, n++)
-			if (n + 1 < cap)
-				dst[n] = tmp[i];
-	}
-	if (cap > 0)
-		dst[n < cap ? n : cap - 1] = '\0';
-	return n;
-}
+#include "json_escape.h"
 
 /* Where the next part of the text goes, and how much room it has. */
 static char *tail(char *buf, size_t len, int n)
@@ -85,6 +70,7 @@ int blq_status_json(const blq *q, char *buf, size_t len)
 			(unsigned long long)st.timed_out, (unsigned long long)st.delayed,
 			st.workers_min, st.workers_max, st.wakeup_factor, st.sleep_factor,
 			st.schedule_range);
-	n += blq__qos_status_json(q, tail(buf, len, n), room(len, n)); /* "" without QoS */
+	if (q->engine->status_json != NULL) /* QoS: ,"qos":{...} */
+		n += q->engine->status_json(q->engine_state, tail(buf, len, n), room(len, n));
 	return n + snprintf(tail(buf, len, n), room(len, n), "}");
 }

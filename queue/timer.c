@@ -162,7 +162,7 @@ int blq__timer_init(blq *q)
 
 	/* Default: the queue's capacity (with QoS, known only now). */
 	if (q->cfg.timer_capacity == 0)
-		q->cfg.timer_capacity = q->cfg.capacity;
+		q->cfg.timer_capacity = q->capacity;
 	t->limit = q->cfg.timer_capacity;
 	atomic_store_explicit(&t->assist_at, UINT64_MAX, memory_order_relaxed);
 	/* Adaptive: producers adding delays and the thread popping due items
@@ -272,7 +272,7 @@ static void publish_assist(blq *q)
 }
 
 /* How many items of a batch came in through each origin: they leave the
- * staged counts per origin (blq__inbox_settle), after they are in a ring. */
+ * staged counts per origin (origins_settle), after they are in a ring. */
 typedef struct origins {
 	size_t n;
 	struct {
@@ -295,10 +295,22 @@ static void origins_add(origins *o, uint32_t origin)
 	o->of[j].n++;
 }
 
-static void origins_settle(blq *q, const origins *o)
+/* Settles the workers' inbox counts of a batch and returns how many of
+ * its items came through blq__timer_add: those count in q->staged, which
+ * the caller's blq__handoff uncounts. After the pushes. */
+static uint64_t origins_settle(blq *q, const origins *o)
 {
-	for (size_t j = 0; j < o->n; j++)
-		blq__inbox_settle(q, o->of[j].origin, o->of[j].n);
+	uint64_t shared = 0;
+
+	for (size_t j = 0; j < o->n; j++) {
+		if (o->of[j].origin == BLQ__TIMER_SHARED)
+			shared += o->of[j].n;
+		else
+			blq__inbox_settle(q, o->of[j].origin, o->of[j].n);
+	}
+	if (shared > 0)
+		atomic_fetch_sub_explicit(&q->timer.held_shared, shared, memory_order_relaxed);
+	return shared;
 }
 
 /* Moves the workers' inbox entries (inbox.c) into the lane or the heap,
@@ -362,28 +374,24 @@ static bool inboxes_pending(const blq *q)
 	return false;
 }
 
-/* Moves one due item into a ring (or the DLQ). With QoS it enters its
- * sub-queue like a new item (leaking from it when full on a leaky queue);
- * when that is full on a queue that blocks, it goes to the egress instead:
- * the timer thread must not wait on a sub-queue, which a graceful close
- * would make it give up on. Returns where a waiter should be woken, or
- * NULL when it did not land in a ring or sub-queue. */
+/* Moves one due item on through the engine (BLQ__TIMER: the rings
+ * engine puts it into the due ring, or the rings when that is full; QoS
+ * into its sub-queue like a new item, or the rings when that is full on a
+ * queue that blocks, since the timer thread must not wait on a sub-queue,
+ * which a graceful close would make it give up on), or to the DLQ.
+ * Returns where a waiter should be woken, or NULL when it did not land in
+ * a ring or sub-queue. */
 static blq__ec *deliver(blq *q, blq__timed *e, uint64_t now)
 {
 	const blq_metrics_writer *m = q->cfg.metrics;
 	blq__cell *c = &q->cells[q->ncells - 1];
-	bool pushed = false;
+	blq__ec *woken = NULL;
 
 	if (m != NULL && m->queue_delayed != NULL)
 		m->queue_delayed(m->ctx, q->name, waited_of(e, now));
-	if (q->qos != NULL && blq__qos_enqueue(q, c, &e->item, true, &pushed) == 0)
-		return pushed ? blq__qos_ec(q) : NULL; /* the egress threads move it on */
-	blq__ring *due = atomic_load_explicit(&q->due, memory_order_relaxed); /* ours */
-	if (due != NULL && blq__ring_push(due, &e->item))
-		return &q->items_ec;
-	if (blq__place(q, c, &e->item, BLQ__TIMER, &pushed) != 0)
+	if (q->engine->admit(q->engine_state, c, &e->item, BLQ__TIMER, &woken) != 0)
 		blq__abandon(q, c, &e->item); /* forced while waiting for room */
-	return pushed ? &q->items_ec : NULL;
+	return woken;
 }
 
 /* Delivers a batch, then uncounts it and wakes once: per batch, not per
@@ -392,7 +400,7 @@ static blq__ec *deliver(blq *q, blq__timed *e, uint64_t now)
  * pushed before have woken nobody.) */
 static void deliver_batch(blq *q, blq__timed *due, size_t k, uint64_t now)
 {
-	blq__ec *wake[2] = {NULL, NULL}; /* the rings', the egress threads' */
+	blq__ec *wake[2] = {NULL, NULL}; /* the workers', an engine's movers' */
 	origins from = {.n = 0};
 
 	for (size_t i = 0; i < k; i++) {
@@ -403,17 +411,16 @@ static void deliver_batch(blq *q, blq__timed *due, size_t k, uint64_t now)
 		origins_add(&from, due[i].origin);
 	}
 	/* After the pushes: a worker that reads no staged item on close sees
-	 * the items in the rings (internal.h, inbox.c). */
-	origins_settle(q, &from);
-	for (int i = 0; i < 2; i++)
-		if (wake[i] != NULL)
-			blq__ec_notify(wake[i], 1); /* a woken worker passes it on */
+	 * the items in the rings (internal.h, inbox.c). A woken worker
+	 * passes the wake-up on; when closing, everyone re-checks. */
+	uint64_t shared = origins_settle(q, &from);
+	blq__handoff(&q->port, &q->staged, -shared, wake[0]);
+	if (wake[1] != NULL)
+		blq__ec_notify(wake[1], 1);
 	/* A balanced pool may have no active worker (workers_min 0). */
 	if ((wake[0] != NULL || wake[1] != NULL) && q->balanced &&
 	    atomic_load_explicit(&q->n_active, memory_order_acquire) == 0)
 		blq__scale_up_hint(q);
-	if (atomic_load_explicit(&q->closed, memory_order_seq_cst))
-		blq__wake_all(q); /* closing workers and wait_idle re-check */
 }
 
 /* Absolute CLOCK_MONOTONIC time to sleep until for an item due at `due`. */
@@ -595,7 +602,7 @@ int blq__timer_add(blq *q, const blq__item *it, uint64_t now, uint64_t delay,
 	if (!atomic_load_explicit(&t->open, memory_order_relaxed)) {
 		/* The due ring first (the thread pushes into it); without one
 		 * (no memory) due items go to the rings as before. */
-		if (q->qos == NULL && atomic_load_explicit(&q->due, memory_order_relaxed) == NULL)
+		if (q->direct_due && atomic_load_explicit(&q->due, memory_order_relaxed) == NULL)
 			atomic_store_explicit(&q->due, new_due_ring(), memory_order_release);
 		int e = blq__thread_create(&t->thread, timer_main, q);
 
@@ -687,13 +694,13 @@ void blq__timer_assist(blq *q, uint64_t now)
 	pthread_mutex_unlock(&t->mu);
 	if (k == 0)
 		return;
-	origins_settle(q, &from); /* after the pushes, as in deliver_batch */
 	if (m != NULL && m->queue_delayed != NULL)
 		for (size_t i = 0; i < k; i++)
 			m->queue_delayed(m->ctx, q->name, waited[i]);
-	blq__ec_notify(&q->items_ec, 1); /* we go and take one; others may sleep */
-	if (atomic_load_explicit(&q->closed, memory_order_seq_cst))
-		blq__wake_all(q);
+	/* After the pushes, as in deliver_batch. We go and take one; others
+	 * may sleep. */
+	uint64_t shared = origins_settle(q, &from);
+	blq__handoff(&q->port, &q->staged, -shared, &q->items_ec);
 }
 
 void blq__timer_kick(blq *q)

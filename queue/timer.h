@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ring.h"
+#include "item_ring.h"
 
 /* Where a timed item came in: a worker's inbox (its index), or here. */
 #define BLQ__TIMER_SHARED UINT32_MAX

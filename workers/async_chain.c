@@ -25,8 +25,8 @@
 
 #include <blq/workers.h>
 
-#include "../util/errorf.h"
-#include "../util/thread.h"
+#include "errorf.h"
+#include "thread.h"
 
 #define MAX_STEPS 64u
 #define MAX_HELPERS 256u

@@ -5,7 +5,7 @@
 
 #include <blq/workers.h>
 
-#include "../util/errorf.h"
+#include "errorf.h"
 
 struct blq_chain {
 	size_t n;

@@ -37,8 +37,8 @@
  * `pending` always bumps `seq` and calls futex_wake, so a sleeper whose
  * snapshot predates the bump returns at once.
  */
-#ifndef BLQ_QUEUE_EC_H
-#define BLQ_QUEUE_EC_H
+#ifndef BLQ_UTIL_EC_H
+#define BLQ_UTIL_EC_H
 
 #include <stdatomic.h>
 #include <stdint.h>

@@ -4,7 +4,7 @@
 
 #include <blq/schedule.h>
 
-#include "../util/errorf.h"
+#include "errorf.h"
 
 typedef struct blq__range {
 	uint64_t start, end; /* ms; end <= start: crosses midnight */

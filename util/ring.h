@@ -14,38 +14,38 @@
  * preempted between claiming and publishing delays only its own slot, never
  * the other producers (unlike ck_ring's MPMC mode, which commits in order).
  * Positions are 64-bit and never wrap in practice.
+ *
+ * Typed, by value, without knowing the type: the includer defines
+ * BLQ__RING_ITEM (the element type) before including this header, once
+ * per program (queue/shared/item_ring.h does it for the queue's item), the
+ * way ck_ring's CK_RING_PROTOTYPE makes a typed ring. A copy per slot
+ * instead of a pointer: the queue's producers and workers then share no
+ * allocation per item. Not thread-safe to init or destroy; push, pop and
+ * size from any thread.
  */
-#ifndef BLQ_QUEUE_RING_H
-#define BLQ_QUEUE_RING_H
+#ifndef BLQ_UTIL_RING_H
+#define BLQ_UTIL_RING_H
+
+#ifndef BLQ__RING_ITEM
+#error "define BLQ__RING_ITEM (the element type) before including ring.h"
+#endif
 
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
-#define BLQ__CACHELINE 64
+#include <blq/error.h>
 
-#include <blq/queue.h>
-
-/* What the queue keeps per item, by value in the slot. */
-typedef struct blq__item {
-	void *payload;
-	const blq_done *done; /* the job's completion hook, or NULL */
-	uint64_t enq_ns;      /* 0 unless the queue stamps items */
-	uint64_t deadline_ns; /* absolute on the queue's clock; 0 = none */
-	uint64_t timeout_ns;  /* run-time limit of one attempt; 0 = none */
-	uint64_t prev_delay;  /* the last retry's delay (decorrelated jitter) */
-	uint32_t attempt;     /* 1 on the first try */
-	uint32_t qos_pct;     /* QoS: its evaluator percent (1..100), taken at the
-			       * enqueue, so it enters its sub-queue when due */
-} blq__item;
+#include "cacheline.h"
 
 /* One cache line per slot: a producer filling slot i+1 does not steal the
  * line a consumer reads slot i from. */
 typedef struct blq__slot {
 	alignas(BLQ__CACHELINE) _Atomic uint64_t seq;
-	blq__item item;
+	BLQ__RING_ITEM item;
 } blq__slot;
 
 typedef struct blq__ring {
@@ -57,9 +57,30 @@ typedef struct blq__ring {
 	blq__slot *slots;
 } blq__ring;
 
-/* Allocates the slots. Returns 0 or BLQ_ENOMEM. */
-int blq__ring_init(blq__ring *r, uint64_t cap);
-void blq__ring_destroy(blq__ring *r);
+/* Allocates the slots (a cache line each). Returns 0 or BLQ_ENOMEM. */
+static inline int blq__ring_init(blq__ring *r, uint64_t cap)
+{
+	r->cap = cap;
+	r->pow2 = (cap & (cap - 1)) == 0;
+	r->mask = cap - 1;
+	r->slots = aligned_alloc(BLQ__CACHELINE,
+				 ((cap * sizeof(blq__slot) + BLQ__CACHELINE - 1) / BLQ__CACHELINE) *
+					 BLQ__CACHELINE);
+	if (r->slots == NULL)
+		return BLQ_ENOMEM;
+	for (uint64_t i = 0; i < cap; i++)
+		atomic_init(&r->slots[i].seq, 2 * i);
+	atomic_init(&r->head, 0);
+	atomic_init(&r->tail, 0);
+	return 0;
+}
+
+/* Frees the slots; the items in them are the caller's to have taken. */
+static inline void blq__ring_destroy(blq__ring *r)
+{
+	free(r->slots);
+	r->slots = NULL;
+}
 
 static inline blq__slot *blq__ring_slot(const blq__ring *r, uint64_t pos)
 {
@@ -67,7 +88,7 @@ static inline blq__slot *blq__ring_slot(const blq__ring *r, uint64_t pos)
 }
 
 /* Copies *it into the ring. False when full. Lock-free, no allocation. */
-static inline bool blq__ring_push(blq__ring *r, const blq__item *it)
+static inline bool blq__ring_push(blq__ring *r, const BLQ__RING_ITEM *it)
 {
 	uint64_t pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
 
@@ -98,7 +119,7 @@ static inline bool blq__ring_push(blq__ring *r, const blq__item *it)
 
 /* Moves the oldest item into *out. False when empty (or when the oldest
  * position is claimed but not yet published). */
-static inline bool blq__ring_pop(blq__ring *r, blq__item *out)
+static inline bool blq__ring_pop(blq__ring *r, BLQ__RING_ITEM *out)
 {
 	uint64_t pos = atomic_load_explicit(&r->head, memory_order_relaxed);
 

@@ -1,0 +1,155 @@
+/*
+ * The rings engine (engine.h): new items go straight into the queue's
+ * rings, where the workers take them. The engine of every queue without
+ * QoS.
+ *
+ * Full rings: a balanced queue first asks for more workers; a leaky queue
+ * then leaks (front: the oldest items move to the DLQ to make room, up to
+ * front_leak_attempts times; rear, or when that keeps failing: the new
+ * item goes); otherwise try-enqueue says BLQ_EFULL, and a blocking enqueue
+ * takes a few yielding looks (the workers are draining, yielding hands
+ * them the CPU) and then sleeps on space_ec until a worker has drained
+ * the rings to half or the queue closes (the timer thread: until a
+ * force). No lock and no allocation on any of these paths.
+ * Due items from the timer go into its due ring first (timer.c), and only
+ * when that is full into the rings like a producer's.
+ */
+#include <sched.h>
+
+#include "internal.h"
+
+/* The condition a waiting pusher gives up on: a close for producers, only
+ * a force for the timer thread (a graceful close drains the timer). */
+static bool give_up(const blq *q, enum blq__mode mode)
+{
+	return atomic_load_explicit(mode == BLQ__TIMER ? &q->forced : &q->closed,
+				    memory_order_seq_cst) != 0;
+}
+
+static bool spin_push(blq *q, const blq__item *it, enum blq__mode mode)
+{
+	for (unsigned i = 0; i < BLQ__SPIN_ROUNDS; i++) {
+		if (give_up(q, mode))
+			return false;
+		sched_yield();
+		if (blq__push_any(q, it))
+			return true;
+	}
+	return false;
+}
+
+/* The ring is full and the queue is leaky: make room at the front (moving
+ * the oldest items to the DLQ) or leak the new item at the rear. True when
+ * the new item went into the ring after all. */
+static bool leak(blq *q, blq__cell *c, const blq__item *it)
+{
+	if (q->cfg.leak_direction == BLQ_LEAK_FRONT) {
+		blq__item old;
+
+		/* The producers' rings only: a due item in the timer's ring
+		 * frees no room here (that ring is not where ours goes). */
+		for (unsigned a = 0; a < q->cfg.front_leak_attempts; a++) {
+			if (blq__pop_rings(q, 0, &old))
+				blq__to_dlq(q, c, &old, &c->leaked_front, BLQ_LEAK_FRONT);
+			if (blq__push_any(q, it))
+				return true;
+		}
+	}
+	blq__to_dlq(q, c, it, &c->leaked_rear, BLQ_LEAK_REAR);
+	return false;
+}
+
+
+int blq__place(blq *q, blq__cell *c, blq__item *it, enum blq__mode mode, bool *pushed)
+{
+	*pushed = false;
+	for (;;) {
+		if (blq__push_any(q, it)) {
+			*pushed = true;
+			return 0;
+		}
+		if (q->balanced)
+			blq__scale_up_hint(q); /* full: more hands, now */
+		if (q->leaky) {
+			*pushed = leak(q, c, it);
+			return 0;
+		}
+		if (mode == BLQ__TRY)
+			return BLQ_EFULL;
+		/* The timer thread wakes the workers once per batch, after it
+		 * (timer.c, deliver_batch): the items of this batch it has
+		 * pushed so far have woken nobody. Wake a worker before waiting
+		 * for room, or the rings stay full of them while the workers
+		 * sleep as if they were empty (a woken worker passes it on). */
+		if (mode == BLQ__TIMER)
+			blq__ec_notify(&q->items_ec, 1);
+		/* Slow path: a few yielding looks (the workers are draining;
+		 * yielding hands them our CPU), then sleep until a worker frees
+		 * room or we must give up, re-checking both after announcing
+		 * ourselves. */
+		if (spin_push(q, it, mode)) {
+			*pushed = true;
+			return 0;
+		}
+		uint32_t snap = blq__ec_prepare(&q->space_ec);
+		if (blq__push_any(q, it)) {
+			blq__ec_cancel(&q->space_ec);
+			*pushed = true;
+			return 0;
+		}
+		if (give_up(q, mode)) {
+			blq__ec_cancel(&q->space_ec);
+			return BLQ_ECLOSED;
+		}
+		blq__ec_wait(&q->space_ec, snap, 0);
+		if (give_up(q, mode))
+			return BLQ_ECLOSED;
+	}
+}
+
+static int rings_check(const blq_config *cfg, blq_error *err)
+{
+	if (cfg->capacity == 0)
+		return blq__error_set(err, BLQ_EINVAL, "capacity: must be > 0");
+	return 0;
+}
+
+static int rings_init(const blq_config *cfg, const blq__port *port, void **state,
+		      blq__shape *shape)
+{
+	*state = port->q;
+	shape->capacity = cfg->capacity;
+	shape->ring_cap = cfg->capacity;
+	shape->streams = cfg->streams != 0 ? cfg->streams : 1;
+	shape->direct_due = true;
+	return 0;
+}
+
+static int rings_admit(void *state, blq__cell *c, blq__item *it, enum blq__mode mode,
+		       blq__ec **woken)
+{
+	blq *q = state;
+	bool pushed = false;
+	int rc;
+
+	if (mode == BLQ__TIMER) {
+		/* A due item: the timer's own ring first (ours while the
+		 * thread delivers; NULL without memory). */
+		blq__ring *due = atomic_load_explicit(&q->due, memory_order_relaxed);
+
+		if (due != NULL && blq__ring_push(due, it)) {
+			*woken = &q->items_ec;
+			return 0;
+		}
+	}
+	rc = blq__place(q, c, it, mode, &pushed);
+	*woken = pushed ? &q->items_ec : NULL;
+	return rc;
+}
+
+const blq__engine blq__rings_engine = {
+	.name = "rings",
+	.check = rings_check,
+	.init = rings_init,
+	.admit = rings_admit,
+};
