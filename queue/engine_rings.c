@@ -125,10 +125,12 @@ static int rings_init(const blq_config *cfg, const blq__port *port, void **state
 	return 0;
 }
 
-static int rings_admit(void *state, blq__cell *c, blq__item *it, enum blq__mode mode,
-		       blq__ec **woken)
+/* Where a push did not go through at once: a due item's ring, then
+ * blq__place's leaking or waiting. Out of line, so the fast path below
+ * stays a push and a store. */
+static __attribute__((noinline)) int admit_slow(blq *q, blq__cell *c, blq__item *it,
+						enum blq__mode mode, blq__ec **woken)
 {
-	blq *q = state;
 	bool pushed = false;
 	int rc;
 
@@ -145,6 +147,18 @@ static int rings_admit(void *state, blq__cell *c, blq__item *it, enum blq__mode 
 	rc = blq__place(q, c, it, mode, &pushed);
 	*woken = pushed ? &q->items_ec : NULL;
 	return rc;
+}
+
+static int rings_admit(void *state, blq__cell *c, blq__item *it, enum blq__mode mode,
+		       blq__ec **woken)
+{
+	blq *q = state;
+
+	if (mode != BLQ__TIMER && blq__push_any(q, it)) {
+		*woken = &q->items_ec;
+		return 0;
+	}
+	return admit_slow(q, c, it, mode, woken);
 }
 
 const blq__engine blq__rings_engine = {
