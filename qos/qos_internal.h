@@ -17,8 +17,6 @@
 
 #include "engine.h"
 #include "errorf.h"
-#include "item_ring.h"
-#include "monotonic.h"
 #include "thread.h"
 
 #define BLQ__QOS_EGRESS_CAPACITY 64u

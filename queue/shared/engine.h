@@ -35,7 +35,7 @@
 #include <blq/queue.h>
 
 #include "ec.h"
-#include "item.h"
+#include "item_ring.h"
 
 /* Limits the core and the engines share. */
 #define BLQ__NAME_MAX 63
