@@ -1,4 +1,9 @@
-/* Error names and messages, generated from BLQ_ERRNO_MAP. */
+/*
+ * Error names and messages: blq_strerror's table is generated from
+ * BLQ_ERRNO_MAP (blq/error.h), the one list of codes, so a new code cannot
+ * be added without its message. The messages are static strings: safe
+ * from any thread, nothing to free.
+ */
 #include "internal.h"
 
 const char *blq_strerror(int code)

@@ -1,4 +1,14 @@
-/* Futex side of the event count (see ec.h for the protocol). */
+/*
+ * The futex side of the event count (ec.h has the protocol): the two
+ * system calls a sleeper and a waker make, and only on the slow path. A
+ * sleeper waits on `seq` with its snapshot and an absolute
+ * CLOCK_MONOTONIC deadline (FUTEX_WAIT_BITSET), so a spurious or early
+ * return never stretches its limit; every return ends the announced wait
+ * (waiters--, and the acknowledgement of a pending wake-up). A waker bumps
+ * `seq` first, so a sleeper whose snapshot predates the bump does not
+ * sleep at all, then wakes n or all. Private futexes: never shared
+ * across processes.
+ */
 #include "ec.h"
 
 #include <errno.h>

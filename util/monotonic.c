@@ -1,3 +1,9 @@
+/*
+ * CLOCK_MONOTONIC for every sleep deadline (event counts, condition
+ * variables, timed joins): wall-clock jumps must neither fire nor hold back
+ * a wait. The queue's own cheap clock (queue/clock.c) is for timestamps;
+ * deadlines given to the kernel come from here.
+ */
 #include "monotonic.h"
 
 #include <time.h>

@@ -1,3 +1,11 @@
+/*
+ * Every thread the library starts (workers, the heartbeat, the timer, QoS
+ * egress, dump flushers, async_chain helpers) is created here, with the
+ * asynchronous signals blocked, so SIGTERM and SIGINT reach the
+ * application's own threads, where its drain runs (seed 004). The
+ * synchronous fault signals stay deliverable: a crash in a worker
+ * callback still reports as a crash.
+ */
 #include "thread.h"
 
 #include <signal.h>
