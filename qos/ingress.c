@@ -142,17 +142,17 @@ void blq__qos_classify(void *state, blq__item *it, uint64_t weight)
 {
 	struct blq__qos *s = state;
 
-	it->qos_pct = blq_qos_eval(&s->cfg.evaluator, it->payload, weight);
+	it->tag = blq_qos_eval(&s->cfg.evaluator, it->payload, weight);
 }
 
-/* Into the sub-queue of it->qos_pct (counted in staged), leaking it from
+/* Into the sub-queue of it->tag (counted in staged), leaking it from
  * there, or waiting for room in it as the mode says. A due item from the
  * timer (BLQ__TIMER) never waits on a sub-queue: when its sub-queue is
  * full on a queue that blocks, it goes to the egress (blq__place). */
 static int subq_admit(struct blq__qos *s, blq__cell *c, const blq__item *it,
 		      enum blq__mode mode, bool *pushed)
 {
-	blq__subq *sq = &s->subqs[s->ingress[it->qos_pct - 1]];
+	blq__subq *sq = &s->subqs[s->ingress[it->tag - 1]];
 	const blq_metrics_writer *m = s->port.metrics;
 	int rc = 0;
 

@@ -21,8 +21,9 @@ typedef struct blq__item {
 	uint64_t timeout_ns;  /* run-time limit of one attempt; 0 = none */
 	uint64_t prev_delay;  /* the last retry's delay (decorrelated jitter) */
 	uint32_t attempt;     /* 1 on the first try */
-	uint32_t qos_pct;     /* QoS: its evaluator percent (1..100), taken at the
-			       * enqueue, so it enters its sub-queue when due */
+	uint32_t tag;         /* the engine's, set by its classify at the enqueue
+			       * (QoS: the evaluator percent, 1..100, so a
+			       * delayed item enters its sub-queue when due) */
 } blq__item;
 
 _Static_assert(sizeof(blq__item) == 56, "an item plus its slot's sequence fills one cache line");
