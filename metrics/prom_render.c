@@ -1,0 +1,260 @@
+/*
+ * The Prometheus text exposition (blq_prom_render): every family, in a
+ * fixed order, under the registry's mutex (registration and watch cannot
+ * change the lists meanwhile; the writer callbacks never take it).
+ *
+ * Counters fold a series' cells, the shared ones and the worker-owned
+ * ones, each read relaxed: a render racing updates sees each counter at
+ * some recent value, and counters never go back. Histograms keep plain
+ * per-bucket counts and are made cumulative here; the count is the sum of
+ * the buckets, so +Inf equals _count even while updates run. Gauges come
+ * from the watched queues (blq_stats, blq_qos_subq_info) at render time.
+ * The text is written like snprintf: the return is the length the whole
+ * text needs, so a caller can size its buffer and call again.
+ */
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "prom_internal.h"
+
+static const char *const bucket_le[] = {
+	"0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025",
+	"0.05",   "0.1",     "0.25",   "0.5",   "1",      "2.5",   "5",
+};
+_Static_assert(sizeof(bucket_le) / sizeof(bucket_le[0]) == NBUCKETS, "one label per bucket");
+
+void blq__prom_emit(out *o, const char *fmt, ...)
+{
+	va_list ap;
+	size_t room = o->n < o->len ? o->len - o->n : 0;
+
+	va_start(ap, fmt);
+	int k = vsnprintf(room ? o->buf + o->n : NULL, room, fmt, ap);
+	va_end(ap);
+	if (k > 0)
+		o->n += (size_t)k;
+}
+
+/* Label value escaping of the text format: backslash, quote, newline. */
+void blq__prom_escape(char *dst, size_t cap, const char *src)
+{
+	size_t n = 0;
+
+	for (; *src != '\0' && n + 3 < cap; src++) {
+		if (*src == '\\' || *src == '"') {
+			dst[n++] = '\\';
+			dst[n++] = *src;
+		} else if (*src == '\n') {
+			dst[n++] = '\\';
+			dst[n++] = 'n';
+		} else {
+			dst[n++] = *src;
+		}
+	}
+	dst[n] = '\0';
+}
+
+/* The series' cells, shared then worker-owned, one by one: for (i = 0;
+ * (c = nth_cell(s, i)) != BLQ__CELLS_END; i++), skipping NULL ones. */
+#define BLQ__CELLS_END ((const cell *)-1)
+static const cell *nth_cell(const series *s, unsigned i)
+{
+	if (i < BLQ__PROM_CELLS)
+		return &s->cells[i];
+	if (i - BLQ__PROM_CELLS < BLQ__PROM_WORKERS)
+		return atomic_load_explicit(&s->wcells[i - BLQ__PROM_CELLS], memory_order_acquire);
+	return BLQ__CELLS_END;
+}
+
+static uint64_t fold(const series *s, int counter)
+{
+	uint64_t v = 0;
+	const cell *c;
+
+	for (unsigned i = 0; (c = nth_cell(s, i)) != BLQ__CELLS_END; i++)
+		if (c != NULL)
+			v += atomic_load_explicit(&c->c[counter], memory_order_relaxed);
+	return v;
+}
+
+static void counter_family(out *o, const blq_prom *r, const char *name, const char *help,
+			   int counter)
+{
+	char lbl[NAME_MAX_LEN * 2 + 1];
+
+	blq__prom_emit(o, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+	for (const series *s = r->head; s != NULL; s = s->next) {
+		blq__prom_escape(lbl, sizeof(lbl), s->name);
+		blq__prom_emit(o, "%s{queue=\"%s\"} %llu\n", name, lbl, (unsigned long long)fold(s, counter));
+	}
+}
+
+static void leak_family(out *o, const blq_prom *r)
+{
+	char lbl[NAME_MAX_LEN * 2 + 1];
+
+	blq__prom_emit(o, "# HELP queue_leak_total Items handed to the DLQ, by the side they left from.\n"
+		"# TYPE queue_leak_total counter\n");
+	for (const series *s = r->head; s != NULL; s = s->next) {
+		blq__prom_escape(lbl, sizeof(lbl), s->name);
+		blq__prom_emit(o, "queue_leak_total{queue=\"%s\",dir=\"rear\"} %llu\n", lbl,
+		     (unsigned long long)fold(s, C_LEAK_REAR));
+		blq__prom_emit(o, "queue_leak_total{queue=\"%s\",dir=\"front\"} %llu\n", lbl,
+		     (unsigned long long)fold(s, C_LEAK_FRONT));
+	}
+}
+
+static void subq_family(out *o, const blq_prom *r, const char *name, const char *help,
+			int counter)
+{
+	char lbl[NAME_MAX_LEN * 2 + 1], sub[NAME_MAX_LEN * 2 + 1];
+
+	blq__prom_emit(o, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+	for (const series *s = r->head; s != NULL; s = s->next) {
+		/* Acquire: the blocks counted are fully written (subq_of). */
+		unsigned n = atomic_load_explicit(&s->nsubq, memory_order_acquire);
+
+		blq__prom_escape(lbl, sizeof(lbl), s->name);
+		for (unsigned i = 0; i < n; i++) {
+			const subq_series *b = s->subq[i];
+			uint64_t v = 0;
+
+			for (unsigned k = 0; k < BLQ__PROM_CELLS; k++)
+				v += atomic_load_explicit(&b->cells[k].c[counter], memory_order_relaxed);
+			blq__prom_escape(sub, sizeof(sub), b->name);
+			blq__prom_emit(o, "%s{queue=\"%s\",subq=\"%s\"} %llu\n", name, lbl, sub,
+			     (unsigned long long)v);
+		}
+	}
+}
+
+/* queue_subq_size of the watched QoS queues: each sub-queue, then the
+ * egress (subq="egress"). */
+static void subq_size_family(out *o, const blq_prom *r)
+{
+	char lbl[NAME_MAX_LEN * 2 + 1], sub[NAME_MAX_LEN * 2 + 1];
+
+	blq__prom_emit(o, "# HELP queue_subq_size Items waiting in a QoS sub-queue or the egress.\n"
+		"# TYPE queue_subq_size gauge\n");
+	for (const series *s = r->head; s != NULL; s = s->next) {
+		unsigned n = s->watched != NULL ? blq_qos_subqs(s->watched) : 0;
+
+		blq__prom_escape(lbl, sizeof(lbl), s->name);
+		for (unsigned i = 0; n > 0 && i <= n; i++) {
+			blq_qos_subq_stats st;
+
+			if (blq_qos_subq_info(s->watched, i < n ? i : BLQ_QOS_EGRESS, &st) != 0)
+				continue;
+			blq__prom_escape(sub, sizeof(sub), st.name);
+			blq__prom_emit(o, "queue_subq_size{queue=\"%s\",subq=\"%s\"} %zu\n", lbl, sub, st.size);
+		}
+	}
+}
+
+static void hist_family(out *o, const blq_prom *r, const char *name, const char *help, int which)
+{
+	char lbl[NAME_MAX_LEN * 2 + 1];
+
+	blq__prom_emit(o, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+	for (const series *s = r->head; s != NULL; s = s->next) {
+		uint64_t b[NBUCKETS + 1] = {0}, sum = 0;
+
+		const cell *c;
+		for (unsigned i = 0; (c = nth_cell(s, i)) != BLQ__CELLS_END; i++) {
+			if (c == NULL)
+				continue;
+			const hist *h = &c->h[which];
+
+			for (size_t k = 0; k <= NBUCKETS; k++)
+				b[k] += atomic_load_explicit(&h->bucket[k], memory_order_relaxed);
+			sum += atomic_load_explicit(&h->sum_ns, memory_order_relaxed);
+		}
+		/* The count is the sum of the buckets, so +Inf == _count even
+		 * while updates run. */
+		uint64_t cum = 0;
+		blq__prom_escape(lbl, sizeof(lbl), s->name);
+		for (size_t k = 0; k < NBUCKETS; k++) {
+			cum += b[k];
+			blq__prom_emit(o, "%s_bucket{queue=\"%s\",le=\"%s\"} %llu\n", name, lbl, bucket_le[k],
+			     (unsigned long long)cum);
+		}
+		cum += b[NBUCKETS];
+		blq__prom_emit(o, "%s_bucket{queue=\"%s\",le=\"+Inf\"} %llu\n", name, lbl,
+		     (unsigned long long)cum);
+		blq__prom_emit(o, "%s_sum{queue=\"%s\"} %.9f\n", name, lbl, (double)sum / 1e9);
+		blq__prom_emit(o, "%s_count{queue=\"%s\"} %llu\n", name, lbl, (unsigned long long)cum);
+	}
+}
+
+static void gauge_families(out *o, const blq_prom *r)
+{
+	static const struct {
+		const char *name, *help;
+	} g[] = {
+		{"queue_size", "Items waiting in the queue."},
+		{"queue_capacity", "The queue's capacity in items."},
+		{"queue_workers_active", "Workers taking items."},
+		{"queue_workers_sleep", "Workers asleep (thread kept)."},
+		{"queue_workers_idle", "Worker slots without a thread."},
+	};
+	char lbl[NAME_MAX_LEN * 2 + 1];
+
+	for (size_t k = 0; k < sizeof(g) / sizeof(g[0]); k++) {
+		blq__prom_emit(o, "# HELP %s %s\n# TYPE %s gauge\n", g[k].name, g[k].help, g[k].name);
+		for (const series *s = r->head; s != NULL; s = s->next) {
+			struct blq_stats st;
+
+			if (s->watched == NULL || blq_stats(s->watched, &st) != 0)
+				continue;
+			uint64_t v = k == 0   ? st.size
+				     : k == 1 ? st.capacity
+				     : k == 2 ? st.workers_active
+				     : k == 3 ? st.workers_asleep
+						: st.workers_idle;
+			blq__prom_escape(lbl, sizeof(lbl), s->name);
+			blq__prom_emit(o, "%s{queue=\"%s\"} %llu\n", g[k].name, lbl, (unsigned long long)v);
+		}
+	}
+}
+
+int blq_prom_render(blq_prom *r, char *buf, size_t len)
+{
+	out o = {buf, len, 0};
+
+	if (r == NULL || (buf == NULL && len > 0))
+		return BLQ_EINVAL;
+	if (len > 0)
+		buf[0] = '\0';
+	pthread_mutex_lock(&r->mu);
+	counter_family(&o, r, "queue_in_total", "Items accepted by the queue.", C_IN);
+	counter_family(&o, r, "queue_out_total", "Items taken by a worker.", C_OUT);
+	counter_family(&o, r, "queue_retry_total", "Retries of failed items.", C_RETRY);
+	leak_family(&o, r);
+	counter_family(&o, r, "queue_deadline_total", "Items taken after their deadline.",
+		       C_DEADLINE);
+	counter_family(&o, r, "queue_lost_total", "Items dropped: no DLQ at force close, or the DLQ refused.",
+		       C_LOST);
+	counter_family(&o, r, "queue_failed_total", "Worker calls that failed.", C_FAILED);
+	hist_family(&o, r, "queue_wait_seconds", "Time from enqueue to a worker taking the item.",
+		    H_WAIT);
+	hist_family(&o, r, "queue_exec_seconds", "Time a worker spent on an item.", H_EXEC);
+	hist_family(&o, r, "queue_retry_delay_seconds", "Backoff before a retry.", H_RETRY);
+	hist_family(&o, r, "queue_delay_seconds",
+		    "Time an item waited in the timer (a delay or a retry's backoff).", H_DELAY);
+	gauge_families(&o, r);
+	subq_family(&o, r, "queue_subq_in_total",
+		    "Items that reached a QoS sub-queue (kept, or leaked at its rear).", S_IN);
+	subq_family(&o, r, "queue_subq_out_total", "Items moved from a QoS sub-queue to the egress.",
+		    S_OUT);
+	subq_family(&o, r, "queue_subq_leak_total",
+		    "Items that left a QoS sub-queue for the DLQ (leaks, force close) or were lost.",
+		    S_LEAK);
+	subq_size_family(&o, r);
+	blq__prom_dump_families(&o, r);
+	pthread_mutex_unlock(&r->mu);
+	if (len > 0 && o.n >= len)
+		buf[len - 1] = '\0';
+	return o.n > (size_t)INT32_MAX ? BLQ_ENOMEM : (int)o.n;
+}
