@@ -7,12 +7,13 @@
  *   every due item into the rings. An item due no earlier than the last
  *   one queued (the common case: one delay interval, one backoff step)
  *   joins a FIFO lane in O(1); the others go to a binary min-heap; the
- *   thread takes the earlier of the two heads. It sleeps until slightly
- *   after the head is due (an eighth of the head's delay, at most 200 us),
- *   so a stream of retries is delivered in batches, not one wake-up each. No worker ever
- *   sleeps through a delay or a backoff (the original makes the worker
- *   sleep, so one long per-job delay holds a worker, and with it the items
- *   behind it); an item in the timer is never in front of one that is due.
+ *   thread takes the earlier of the two heads (timed_set.c). It sleeps
+ *   until slightly after the head is due (an eighth of the head's delay,
+ *   at most 200 us), so a stream of retries is delivered in batches, not
+ *   one wake-up each. No worker ever sleeps through a delay or a backoff
+ *   (the original makes the worker sleep, so one long per-job delay holds
+ *   a worker, and with it the items behind it); an item in the timer is
+ *   never in front of one that is due.
  * - Workers' retries come in through each worker's inbox (inbox.c), a
  *   lock-free ring the thread drains into the lane or heap each time it
  *   wakes and before it sleeps; blq__timer_add (producers' delays, and
@@ -78,84 +79,6 @@
 #define BLQ__TIMER_DUE_CAP 1024
 #define BLQ__TIMER_OWN_CLOCK_POLL_NS 50000000ull
 
-static int insert(blq__timer *t, const blq__timed *e);
-
-static bool earlier(const blq__timed *a, const blq__timed *b)
-{
-	return a->due < b->due || (a->due == b->due && a->order < b->order);
-}
-
-static void sift_up(blq__timed *h, size_t i)
-{
-	blq__timed x = h[i];
-
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-
-		if (!earlier(&x, &h[p]))
-			break;
-		h[i] = h[p];
-		i = p;
-	}
-	h[i] = x;
-}
-
-static void sift_down(blq__timed *h, size_t n, size_t i)
-{
-	blq__timed x = h[i];
-
-	for (;;) {
-		size_t c = 2 * i + 1;
-
-		if (c >= n)
-			break;
-		if (c + 1 < n && earlier(&h[c + 1], &h[c]))
-			c++;
-		if (!earlier(&h[c], &x))
-			break;
-		h[i] = h[c];
-		i = c;
-	}
-	h[i] = x;
-}
-
-static blq__timed *lane_at(const blq__timer *t, size_t i)
-{
-	return &t->lane[(t->lhead + i) % t->lcap];
-}
-
-/* The earliest entry, or NULL. Caller holds t->mu. */
-static const blq__timed *earliest(const blq__timer *t)
-{
-	const blq__timed *l = t->ln > 0 ? lane_at(t, 0) : NULL;
-	const blq__timed *h = t->hn > 0 ? &t->heap[0] : NULL;
-
-	if (l == NULL || (h != NULL && earlier(h, l)))
-		return h;
-	return l;
-}
-
-/* Takes the earliest entry (there is one) into *out, or drops it when
- * out is NULL. Caller holds t->mu. */
-static void pop_min(blq__timer *t, blq__timed *out)
-{
-	if (t->ln > 0 && earliest(t) == lane_at(t, 0)) {
-		if (out != NULL)
-			*out = *lane_at(t, 0);
-		t->lhead = (t->lhead + 1) % t->lcap;
-		t->ln--;
-	} else {
-		if (out != NULL)
-			*out = t->heap[0];
-		t->hn--;
-		if (t->hn > 0) {
-			t->heap[0] = t->heap[t->hn];
-			sift_down(t->heap, t->hn, 0);
-		}
-	}
-	t->n--;
-}
-
 int blq__timer_init(blq *q)
 {
 	blq__timer *t = &q->timer;
@@ -202,9 +125,7 @@ void blq__timer_destroy(blq *q)
 	pthread_cond_destroy(&t->room);
 	pthread_cond_destroy(&t->cond);
 	pthread_mutex_destroy(&t->mu);
-	free(t->heap);
-	free(t->lane);
-	t->heap = t->lane = NULL;
+	blq__timed_set_free(&t->set);
 	blq__ring *due = atomic_exchange_explicit(&q->due, NULL, memory_order_relaxed);
 	if (due != NULL) {
 		blq__ring_destroy(due);
@@ -261,7 +182,7 @@ static uint64_t waited_of(const blq__timed *e, uint64_t now)
 static void publish_assist(blq *q)
 {
 	blq__timer *t = &q->timer;
-	const blq__timed *first = earliest(t);
+	const blq__timed *first = blq__timed_set_earliest(&t->set);
 	uint64_t at = UINT64_MAX;
 
 	if (first != NULL && atomic_load_explicit(&q->due, memory_order_relaxed) != NULL)
@@ -350,7 +271,7 @@ static bool drain_inboxes(blq *q)
 					m = j;
 			blq__timed e = way[m].b->slot[way[m].head % BLQ__INBOX_CAP];
 			e.order = t->order;
-			if (insert(t, &e) != 0)
+			if (blq__timed_set_insert(&t->set, &e, t->limit) != 0)
 				return false;
 			t->order++;
 			/* The slot is copied: hand it back to the worker. */
@@ -467,11 +388,12 @@ static void *timer_main(void *arg)
 
 		const blq__timed *first;
 		if (woke) {
-			judge_service(t, earliest(t), now);
+			judge_service(t, blq__timed_set_earliest(&t->set), now);
 			woke = false;
 		}
-		while (k < BLQ__TIMER_BATCH && (first = earliest(t)) != NULL && first->due <= now)
-			pop_min(t, &due[k++]);
+		while (k < BLQ__TIMER_BATCH && (first = blq__timed_set_earliest(&t->set)) != NULL &&
+		       first->due <= now)
+			blq__timed_set_pop(&t->set, &due[k++]);
 		publish_assist(q);
 		if (k > 0) {
 			/* In our hands now: no longer `delayed`, and their room
@@ -491,7 +413,7 @@ static void *timer_main(void *arg)
 		 * Entries stuck in an inbox (no memory for them here) are
 		 * looked at again every millisecond. */
 		uint64_t until = UINT64_MAX;
-		if ((first = earliest(t)) != NULL)
+		if ((first = blq__timed_set_earliest(&t->set)) != NULL)
 			until = blq__sat_add(first->due, blq__timer_wake_slack(t, span_of(first)));
 		if (!drained && blq__sat_add(now, BLQ__TIMER_STUCK_POLL_NS) < until)
 			until = blq__sat_add(now, BLQ__TIMER_STUCK_POLL_NS);
@@ -526,66 +448,6 @@ static blq__ring *new_due_ring(void)
 		r = NULL;
 	}
 	return r;
-}
-
-static size_t grown(size_t cap, size_t limit)
-{
-	cap = cap == 0 ? 64 : cap * 2;
-	return cap < limit ? cap : limit;
-}
-
-/* Caller holds t->mu. Room for one more heap entry: 0, or BLQ_ENOMEM. */
-static int reserve_heap(blq__timer *t)
-{
-	if (t->hn < t->hcap)
-		return 0;
-	size_t cap = grown(t->hcap, t->limit);
-	blq__timed *h = realloc(t->heap, cap * sizeof(*h));
-	if (h == NULL)
-		return BLQ_ENOMEM;
-	t->heap = h;
-	t->hcap = cap;
-	return 0;
-}
-
-/* Caller holds t->mu. Room for one more lane entry (the ring unwrapped
- * into the new memory): 0, or BLQ_ENOMEM. */
-static int reserve_lane(blq__timer *t)
-{
-	if (t->ln < t->lcap)
-		return 0;
-	size_t cap = grown(t->lcap, t->limit);
-	blq__timed *l = malloc(cap * sizeof(*l));
-	if (l == NULL)
-		return BLQ_ENOMEM;
-	for (size_t i = 0; i < t->ln; i++)
-		l[i] = *lane_at(t, i);
-	free(t->lane);
-	t->lane = l;
-	t->lcap = cap;
-	t->lhead = 0;
-	return 0;
-}
-
-/* Caller holds t->mu and has checked the limit. */
-static int insert(blq__timer *t, const blq__timed *e)
-{
-	int rc;
-
-	if (t->ln == 0 || !earlier(e, lane_at(t, t->ln - 1))) {
-		if ((rc = reserve_lane(t)) != 0)
-			return rc;
-		*lane_at(t, t->ln) = *e;
-		t->ln++;
-	} else {
-		if ((rc = reserve_heap(t)) != 0)
-			return rc;
-		t->heap[t->hn] = *e;
-		sift_up(t->heap, t->hn);
-		t->hn++;
-	}
-	t->n++;
-	return 0;
 }
 
 int blq__timer_add(blq *q, const blq__item *it, uint64_t now, uint64_t delay,
@@ -645,7 +507,7 @@ int blq__timer_add(blq *q, const blq__item *it, uint64_t now, uint64_t delay,
 		.origin = BLQ__TIMER_SHARED,
 		.item = *it,
 	};
-	if ((rc = insert(t, &e)) != 0) {
+	if ((rc = blq__timed_set_insert(&t->set, &e, t->limit)) != 0) {
 		release(t, 1);
 		atomic_fetch_sub_explicit(&q->staged, 1, memory_order_seq_cst);
 		goto out;
@@ -653,7 +515,7 @@ int blq__timer_add(blq *q, const blq__item *it, uint64_t now, uint64_t delay,
 	t->order++;
 	publish_assist(q);
 	atomic_fetch_add_explicit(&t->held_shared, 1, memory_order_relaxed);
-	if (earliest(t)->order == e.order)
+	if (blq__timed_set_earliest(&t->set)->order == e.order)
 		pthread_cond_signal(&t->cond); /* a new earliest item */
 out:
 	pthread_mutex_unlock(&t->mu);
@@ -679,11 +541,11 @@ void blq__timer_assist(blq *q, uint64_t now)
 		 * not wait for room in the rings (blq__place), the workers
 		 * are who make it. The rest is the thread's. */
 		const blq__timed *first;
-		while (k < BLQ__TIMER_BATCH && (first = earliest(t)) != NULL && first->due <= now &&
-		       blq__ring_push(due, &first->item)) {
+		while (k < BLQ__TIMER_BATCH && (first = blq__timed_set_earliest(&t->set)) != NULL &&
+		       first->due <= now && blq__ring_push(due, &first->item)) {
 			waited[k++] = waited_of(first, now);
 			origins_add(&from, first->origin);
-			pop_min(t, NULL);
+			blq__timed_set_pop(&t->set, NULL);
 		}
 		if (k > 0) {
 			release(t, k);
@@ -765,10 +627,10 @@ void blq__timer_sweep(blq *q, blq__cell *c)
 	/* The workers and the thread are joined: the inboxes hold still. */
 	if (!drain_inboxes(q))
 		n += abandon_inboxes(q, c);
-	while (t->n > 0) {
+	while (blq__timed_set_count(&t->set) > 0) {
 		blq__timed e;
 
-		pop_min(t, &e);
+		blq__timed_set_pop(&t->set, &e);
 		release(t, 1);
 		pthread_mutex_unlock(&t->mu); /* the DLQ may take its time */
 		blq__abandon(q, c, &e.item);

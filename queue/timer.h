@@ -1,7 +1,7 @@
 /*
  * The timer: delayed items and retries waiting for their backoff, in a
- * min-heap by due time, serviced by one thread that moves due items into
- * the rings. See timer.c for the design.
+ * set ordered by due time (timed_set.h), serviced by one thread that
+ * moves due items into the rings. See timer.c for the design.
  */
 #ifndef BLQ_QUEUE_TIMER_H
 #define BLQ_QUEUE_TIMER_H
@@ -14,17 +14,7 @@
 #include <stdint.h>
 
 #include "item_ring.h"
-
-/* Where a timed item came in: a worker's inbox (its index), or here. */
-#define BLQ__TIMER_SHARED UINT32_MAX
-
-typedef struct blq__timed {
-	uint64_t due;   /* on the queue's clock */
-	uint64_t order; /* insertion order: equal due times stay FIFO */
-	uint64_t since; /* when it entered the timer (metrics) */
-	uint32_t origin; /* BLQ__TIMER_SHARED, or the worker whose inbox */
-	blq__item item;
-} blq__timed;
+#include "timed_set.h"
 
 /* How late the thread may deliver an item that waits `span`: an eighth of
  * it, at most 200 us, so items queued just behind the head come due in the
@@ -42,16 +32,8 @@ typedef struct blq__timer {
 	pthread_mutex_t mu;  /* guards the fields that are not atomic */
 	pthread_cond_t cond; /* the thread: new earliest item, kick, stop */
 	pthread_cond_t room; /* producers waiting for room */
-	/* Min-heap by (due, order), for items that arrive out of due order. */
-	blq__timed *heap;
-	size_t hn, hcap;
-	/* The lane: a FIFO ring, lane[(lhead + i) % lcap], for items that
-	 * arrive in due order (no earlier than the lane's last), which is most
-	 * of them: one delay interval, one backoff step. O(1) instead of a
-	 * heap's log n moves of a 96-byte entry. */
-	blq__timed *lane;
-	size_t lhead, ln, lcap;
-	size_t n; /* held in both */
+	/* The waiting items, in due order (timed_set.h). */
+	blq__timed_set set;
 	/* Of held, those added through blq__timer_add, so counted in
 	 * q->staged (blq__ready tells them from the QoS sub-queues'). */
 	_Atomic uint64_t held_shared;
