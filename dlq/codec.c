@@ -1,4 +1,14 @@
-/* Built-in codecs (strings, blq_bytes) and the writer/reader destructors. */
+/*
+ * The built-in codecs and the writer/reader destructors.
+ *
+ * Two payload kinds come with the library: NUL-terminated strings and
+ * blq_bytes (a length, the bytes, and the restore and delivery counts the
+ * restorer fills in on the way back). An encoder copies into the caller's
+ * buffer only when the record fits and always returns the length it
+ * needs, like snprintf, so the dump grows its buffer and calls again
+ * instead of failing; records above BLQ_DUMP_RECORD_MAX are refused. A
+ * decoder allocates the payload the target queue then owns.
+ */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,4 +1,10 @@
-/* The discard DLQ: frees and counts. */
+/*
+ * The discard DLQ: an enqueuer that accepts every item, frees it with the
+ * caller's function (or not at all) and counts it, for queues that must
+ * leak rather than block but keep nothing of what leaked. The count is a
+ * relaxed atomic: leaking threads never wait on each other, and
+ * blq_discard_count is a snapshot. A NULL discard accepts and drops.
+ */
 #include <blq/dlq.h>
 
 #include <stddef.h>

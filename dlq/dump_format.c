@@ -1,4 +1,11 @@
-/* The dump format: see dump_format.h for the layout. */
+/*
+ * The dump format's code (dump_format.h has the byte layout): the names of
+ * the parse outcomes a reader reports and quarantines by, and the growable
+ * buffer a writer encodes a batch into. The buffer doubles from 4 KiB, so
+ * a batch costs a few reallocations at most, and a failed growth leaves
+ * it as it was and says BLQ_ENOMEM, so no record is half written into it.
+ * Records are framed and checked with CRC32C (crc32c.c).
+ */
 #include "dump_format.h"
 
 #include <stdlib.h>

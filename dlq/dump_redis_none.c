@@ -1,4 +1,9 @@
-/* Built without BLQ_WITH_REDIS: the Redis constructors say so. */
+/*
+ * The Redis constructors of a build without BLQ_WITH_REDIS (no hiredis):
+ * they exist, so a program links either way, and they refuse with
+ * BLQ_ENOTSUP and a message that says how the library was built, instead
+ * of a missing symbol at link time.
+ */
 #include <blq/dlqdump.h>
 
 #include "errorf.h"

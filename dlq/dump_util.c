@@ -1,3 +1,13 @@
+/*
+ * Helpers the dump's files share (dump.c, the fs and Redis writers and
+ * readers, the restorer): timed condition waits on CLOCK_MONOTONIC, the
+ * dump's log lines through the caller's logger, and the config checks
+ * every constructor repeats (a name of 1..BLQ__DUMP_NAME_MAX bytes, a
+ * logger whose ctx needs a function, an interval of at most a year, so a
+ * negative number cast to unsigned is refused with a message that says
+ * so). Thread starts go through util's blq__thread_create (signals
+ * blocked) and get a name, so `top -H` shows whose thread it is.
+ */
 #include "dump_util.h"
 
 #include <stdarg.h>

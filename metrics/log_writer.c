@@ -1,4 +1,12 @@
-/* The log writer (every event as a log line) and the ready stderr logger. */
+/*
+ * The log writer (blq_log_writer_init): a blq_metrics_writer that turns
+ * every queue, worker and sub-queue event into one log line through the
+ * caller's logger, for debugging a queue's behaviour event by event (it
+ * costs a formatted line per item: not for production rates; use the
+ * Prometheus writer there). And the ready stderr logger
+ * (blq_stderr_logger): a level filter and one fprintf per line, so lines
+ * of concurrent threads never interleave.
+ */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>

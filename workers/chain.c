@@ -1,5 +1,15 @@
-/* chain: steps one after another on the same payload; stops at the first
- * failure. */
+/*
+ * chain: a worker that runs its steps one after another on the same
+ * payload, stopping at the first that fails and returning its code, so
+ * the queue's retry and DLQ rules apply to the chain as one worker.
+ *
+ * A retry re-runs the whole chain from the first step: the queue retries
+ * its worker callback, and this callback always starts at step 0; it
+ * keeps no record of which steps succeeded before. So every step must be
+ * idempotent (running it again on the same payload does no harm), or the
+ * chain must be split over queues joined by transit, where each queue
+ * retries only its own step.
+ */
 #include <stdlib.h>
 #include <string.h>
 

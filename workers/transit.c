@@ -1,4 +1,11 @@
-/* transit: a worker that hands the payload to any blq_enqueuer. */
+/*
+ * transit: a worker that hands the payload to any blq_enqueuer (another
+ * queue, a dump, a DLQ), which is how queues are chained in-process.
+ * Accepted means the target owns the payload now, so for the calling queue
+ * the item is processed; refused (the target is full or closed) returns
+ * BLQ_EREFUSED, a failure, so the calling queue's retries, backoff and DLQ
+ * decide what happens, and the payload stays with it.
+ */
 #include <blq/workers.h>
 
 static int transit(void *ctx, void *payload, blq_task *task)

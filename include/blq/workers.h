@@ -54,6 +54,9 @@ typedef struct blq_chain blq_chain;
 /**
  * blq_chain_new() - a worker that runs @steps one after another on each
  * payload and stops at the first failure (see the ownership rule above).
+ * A retry re-runs every step from the first (the queue retries the chain
+ * as one worker), so steps must be idempotent; or join single steps with
+ * transit through queues, each retrying only its own step.
  * @steps: n workers, copied; each fn must be non-NULL.
  * @err:   optional; names the bad step.
  * Return: the chain, or NULL with BLQ_EINVAL (no steps, a NULL step) or
