@@ -70,16 +70,13 @@ function(blq_sanitize target)
   endif()
 endfunction()
 
-# blq_test(NAME <name> SOURCES <files...> [CRITERION] [TIMEOUT <s>] [JOBS <n>] [ARGS <args...>])
+# blq_test(NAME <name> SOURCES <files...> [CRITERION] [TIMEOUT <s>] [ARGS <args...>])
 # Registers a test with a TIMEOUT, so a deadlock fails instead of hanging.
 # CRITERION suites in TSan builds: Criterion 2.4.1 aborts under
 # ThreadSanitizer (Snaipe/Criterion#274), so there the same sources build
 # against tests/tsan_shim, a small stand-in for the part of its API they use.
 function(blq_test)
-  cmake_parse_arguments(T "CRITERION" "NAME;TIMEOUT;JOBS" "SOURCES;ARGS;LIBS" ${ARGN})
-  if(NOT T_JOBS)
-    set(T_JOBS 2)
-  endif()
+  cmake_parse_arguments(T "CRITERION" "NAME;TIMEOUT" "SOURCES;ARGS;LIBS" ${ARGN})
   set(shim OFF)
   if(T_CRITERION AND BLQ_SANITIZE STREQUAL "thread")
     set(shim ON)
@@ -103,9 +100,8 @@ function(blq_test)
   blq_sanitize(${T_NAME})
   if(T_CRITERION AND NOT shim)
     target_link_libraries(${T_NAME} PRIVATE PkgConfig::CRITERION)
-    # --jobs 2 by default: the machine has two cores; each test runs in its
-    # own process. JOBS 1 for suites with real-time tests that need both.
-    add_test(NAME ${T_NAME} COMMAND ${T_NAME} --jobs ${T_JOBS} ${T_ARGS})
+    # --jobs 2: the machine has two cores; each test runs in its own process.
+    add_test(NAME ${T_NAME} COMMAND ${T_NAME} --jobs 2 ${T_ARGS})
   else()
     add_test(NAME ${T_NAME} COMMAND ${T_NAME} ${T_ARGS})
   endif()

@@ -20,9 +20,10 @@
  *   from 1 in three steps, which the enqueue-side samples take within a few
  *   hundred items.
  * - Sleep rule (heartbeats only): at or below sleep_factor, estimate how
- *   many workers the load keeps busy from the time the active workers spent
- *   blocked on an empty queue since the last beat (busy = active - idle
- *   time / beat length), keep ceil(busy * 1.25) (never below the min), and
+ *   many workers the load keeps busy from the time the running workers
+ *   spent blocked on an empty queue since the last beat (each counts
+ *   1 - its idle time / beat length; idle_clock.h keeps that time),
+ *   keep ceil(busy * 1.25) (never below the min), and
  *   put the rest to sleep, at most half of the active (or sleep_threshold)
  *   per beat. A steady load thus settles where the kept workers are about
  *   80% busy and stays there: the fill rate alone cannot tell "too many
@@ -168,25 +169,29 @@ static void scale_up(blq *q, const blq__bounds *b, double rate)
 		grow(q, active, want);
 }
 
-/* Idle time of the active workers since the last beat, in ns (each capped
- * at the beat's length). Updates the per-worker snapshots. */
-static double idle_since_last_beat(blq *q, uint64_t now, uint64_t elapsed)
+/* How many workers the load kept busy since the last beat: each running
+ * thread counts for the part of the beat it did not spend waiting on the
+ * empty queue. Running threads, not commanded ones: a worker told to
+ * sleep that is still finishing (or took one more item on its way to
+ * park) is busy, and leaving it out would count its load as nobody's.
+ * Updates the per-worker snapshots. */
+static double busy_since_last_beat(blq *q, uint64_t now, uint64_t elapsed)
 {
-	double idle = 0;
+	double busy = 0;
 
 	for (unsigned i = 0; i < q->nworkers; i++) {
 		blq__worker *w = &q->workers[i];
-		uint64_t since = atomic_load_explicit(&w->wait_since, memory_order_relaxed);
-		uint64_t total = atomic_load_explicit(&w->wait_ns, memory_order_relaxed) +
-				 (since != 0 && now > since ? now - since : 0);
+		uint64_t total = blq__idle_clock_read(&w->idle_clock, now);
 		uint64_t d = total > w->hb_wait ? total - w->hb_wait : 0;
 
-		w->hb_wait = total;
-		if (atomic_load_explicit(&w->state, memory_order_relaxed) == BLQ__W_ACTIVE &&
-		    atomic_load_explicit(&w->cmd, memory_order_relaxed) == BLQ__CMD_RUN)
-			idle += (double)(d < elapsed ? d : elapsed);
+		/* Never lowered: a total read slightly low (idle_clock.h)
+		 * must not count the difference twice at the next beat. */
+		if (total > w->hb_wait)
+			w->hb_wait = total;
+		if (atomic_load_explicit(&w->state, memory_order_relaxed) == BLQ__W_ACTIVE)
+			busy += 1.0 - (double)(d < elapsed ? d : elapsed) / (double)elapsed;
 	}
-	return idle;
+	return busy;
 }
 
 static void scale_down(blq *q, const blq__bounds *b, double rate, uint64_t now)
@@ -195,10 +200,9 @@ static void scale_down(blq *q, const blq__bounds *b, double rate, uint64_t now)
 	unsigned active, asleep;
 
 	tally(q, &active, &asleep);
-	double idle = elapsed > 0 ? idle_since_last_beat(q, now, elapsed) : 0;
+	double busy = elapsed > 0 ? busy_since_last_beat(q, now, elapsed) : 0;
 	if (elapsed == 0 || rate > b->sleep || active <= b->min)
 		return;
-	double busy = (double)active - idle / (double)elapsed;
 	unsigned needed = (unsigned)ceil(busy * BLQ__HEADROOM - 1e-9);
 	if (needed < b->min)
 		needed = b->min;

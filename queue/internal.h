@@ -21,6 +21,7 @@
 #include "ec.h"
 #include "engine.h"
 #include "errorf.h"
+#include "idle_clock.h"
 #include "item_ring.h"
 #include "monotonic.h"
 #include "thread.h"
@@ -96,10 +97,11 @@ typedef struct blq__worker {
 	_Atomic int cmd;   /* enum blq__wcmd; written by the balancer */
 	_Atomic int state; /* enum blq__wstate */
 	/* Time spent blocked on an empty queue while active, for the
-	 * balancer's utilisation estimate: accumulated, and since when the
-	 * current wait runs (0 = not waiting). Read on the queue's clock. */
-	_Atomic uint64_t wait_ns;
-	_Atomic uint64_t wait_since;
+	 * balancer's utilisation estimate, on the queue's clock, in one word
+	 * so the balancer reads it whole (idle_clock.h): with bit 0 clear, the
+	 * total so far; with bit 0 set, a wait is running and the total is
+	 * the word (bit 0 cleared) plus the clock. */
+	_Atomic uint64_t idle_clock;
 	_Atomic uint64_t asleep_since;
 	blq__ec park; /* an asleep worker sleeps here */
 	/* Its retries' way into the timer (inbox.c); NULL until the first. */
@@ -107,7 +109,7 @@ typedef struct blq__worker {
 	/* Below: under q->pool_mu. */
 	pthread_t thread;
 	bool joinable;    /* a thread was created and not yet joined */
-	uint64_t hb_wait; /* wait_ns seen at the last heartbeat */
+	uint64_t hb_wait; /* the idle total seen at the last heartbeat */
 	/* The clock when the worker's last item ended, while it goes
 	 * straight on to the next one (0 once it had to look again or wait):
 	 * that item's start, saving a clock read per item with metrics. */

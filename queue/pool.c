@@ -25,7 +25,7 @@ int blq__pool_start(blq *q, blq__worker *w)
 		w->joinable = false;
 	}
 	atomic_store_explicit(&w->cmd, BLQ__CMD_RUN, memory_order_release);
-	atomic_store_explicit(&w->wait_since, 0, memory_order_relaxed);
+	blq__idle_clock_reset(&w->idle_clock);
 	atomic_store_explicit(&w->task.cancelled, 0, memory_order_relaxed);
 	/* The slot counts as active from now, so the balancer and the
 	 * enqueue-side hint do not start it twice. */

@@ -200,14 +200,11 @@ static void wait_items(blq *q, blq__worker *w, uint32_t snap)
 		return;
 	}
 	uint64_t t0 = blq__now(q);
-	atomic_store_explicit(&w->wait_since, t0, memory_order_relaxed);
+	blq__idle_clock_start(&w->idle_clock, t0);
 	blq__ec_wait(&q->items_ec, snap, 0);
 	uint64_t t1 = blq__now(q);
-	atomic_store_explicit(&w->wait_since, 0, memory_order_relaxed);
+	blq__idle_clock_stop(&w->idle_clock, t1);
 	uint64_t d = t1 > t0 ? t1 - t0 : 0;
-	atomic_store_explicit(&w->wait_ns,
-			      atomic_load_explicit(&w->wait_ns, memory_order_relaxed) + d,
-			      memory_order_relaxed);
 	if (m != NULL && m->worker_wait != NULL)
 		m->worker_wait(m->ctx, q->name, w->index, d);
 }
@@ -216,15 +213,18 @@ static void wait_items(blq *q, blq__worker *w, uint32_t snap)
  * looks: a futex sleep and wake-up costs several microseconds of latency
  * (more on a VM, where an idle vCPU must be woken by the host), and with
  * more threads than cores the yield hands the CPU to a producer at once.
- * Bounded, so an idle queue's workers are asleep within microseconds. */
-static bool spin_pop(blq *q, unsigned home, blq__item *it)
+ * Bounded, so an idle queue's workers are asleep within microseconds.
+ * A worker the balancer puts to sleep stops looking at once: items are for
+ * the workers it keeps. */
+static bool spin_pop(blq *q, blq__worker *w, unsigned home, blq__item *it)
 {
 	for (unsigned i = 0; i < BLQ__SPIN_ROUNDS; i++) {
 		blq__cpu_relax();
 		if (blq__pop_any(q, home, it))
 			return true;
 		if (atomic_load_explicit(&q->closed, memory_order_relaxed) ||
-		    atomic_load_explicit(&q->paused, memory_order_relaxed))
+		    atomic_load_explicit(&q->paused, memory_order_relaxed) ||
+		    atomic_load_explicit(&w->cmd, memory_order_relaxed) != BLQ__CMD_RUN)
 			return false;
 		sched_yield();
 		if (blq__pop_any(q, home, it))
@@ -271,7 +271,7 @@ static bool next_item(blq *q, blq__worker *w, blq__item *it)
 		if (blq__pop_any(q, home, it))
 			return true;
 		w->last_end = 0; /* it looks again: the next start needs its own time */
-		if (spin_pop(q, home, it))
+		if (spin_pop(q, w, home, it))
 			return true;
 		if (paused(q))
 			continue; /* paused while we looked: stop taking */

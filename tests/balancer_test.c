@@ -479,44 +479,95 @@ Test(balancer, relative_schedule_follows_the_queue_clock)
 	blq_free(q);
 }
 
-/* Steady load, real time, short heartbeat: the pool settles and does not
- * flap between asleep and active. */
-static int steady_worker(void *ctx, void *payload, blq_task *t)
+/* One beat of a steady load on the fake clock: k items are taken and held
+ * in the gate by k workers while the beat's time passes, so k workers are
+ * busy for the whole beat and every other active worker waits on the
+ * empty queue; then the beat's calibration; then the k items finish. */
+static unsigned steady_beat(blq *q, unsigned k, uint64_t beat_ns, uint64_t *done)
 {
-	(void)ctx, (void)t;
-	tu_sleep_us(200);
-	tu_item_free(payload);
-	return 0;
+	unsigned active = 0;
+
+	fill(q, k);
+	/* Each active worker takes one item into the gate; fewer active
+	 * workers than k (a balancer that shrank too far) leave the rest in
+	 * the queue. A worker the last beat put to sleep reports active until
+	 * it parks, so the count is read again until the two agree. */
+	bool settled = TU_WAIT_FOR((active = stats(q).workers_active,
+				    atomic_load(&gate.waiting) == (k < active ? k : active) &&
+					    blq_size(q) == k - atomic_load(&gate.waiting)),
+				   3000);
+	cr_assert(settled, "%u of %u items held in the gate, %zu queued, %u active",
+		  atomic_load(&gate.waiting), k, blq_size(q), active);
+	/* The idle workers go back to waiting within their spin rounds. One
+	 * that is slower counts as busy for this beat (its wait starts after
+	 * the clock moved): the estimate can only err towards keeping a
+	 * worker, never towards a flap. */
+	tu_sleep_us(2000);
+	advance(beat_ns);
+	blq__calibrate(q);
+	tu_gate_open(&gate);
+	*done += k;
+	cr_assert(TU_WAIT_FOR(stats(q).processed == *done && atomic_load(&gate.waiting) == 0, 3000),
+		  "the beat's items done");
+	tu_gate_close(&gate);
+	return active;
 }
 
+/* Steady load on the fake clock, a 20 ms beat calibrated by the test: the
+ * pool shrinks from a burst's 8 workers to what the load keeps busy and
+ * does not flap between asleep and active. The load alternates 2 and 3
+ * busy workers (one item every 100 us for 200-300 us of work, as the old
+ * real-time version of this test ran it), the jitter a real steady load
+ * has. Deterministic: only the test moves the clock, and every beat's
+ * busy count is exact (or over-estimated, never under: see steady_beat). */
 Test(balancer, steady_load_does_not_flap, .timeout = 30)
 {
-	blq_config c = {.name = "steady", .capacity = 1000, .workers_min = 1, .workers_max = 8,
-			.worker = steady_worker, .item_free = tu_item_free,
-			.heartbeat_interval_ns = 20000000ull};
+	blq_config c = balanced_cfg(1000, 1, 8);
 	blq *q = must_new(&c);
-	uint64_t start = tu_now_ns(), mark_woken = 0, mark_slept = 0;
-	bool marked = false;
+	const uint64_t beat_ns = 20000000ull;
+	uint64_t done = 0, mark_woken = 0, mark_slept = 0;
+	unsigned least_active = 8;
 
-	/* One item every 100 us for 1.2 s: needs ~2-3 workers of 200 us. */
-	for (uint64_t i = 0; tu_now_ns() - start < 1200000000ull; i++) {
-		while (tu_now_ns() < start + i * 100000ull)
-			;
-		cr_assert_eq(blq_enqueue(q, tu_item_new(i)), 0);
-		if (!marked && tu_now_ns() - start > 400000000ull) {
+	/* A burst: all 8 workers, then idle. */
+	fill(q, 950);
+	for (int i = 0; i < 4; i++)
+		blq__calibrate(q);
+	EXPECT_WORKERS(q, 8, 0);
+	tu_gate_open(&gate);
+	cr_assert_eq(blq_wait_idle(q, 2000000000ull), 0);
+	done = 950;
+	tu_gate_close(&gate);
+	tu_sleep_us(20000);
+	advance(beat_ns);
+	blq__calibrate(q); /* the beat the burst ended in: no idle signal yet */
+
+	/* 60 beats (1.2 s of the fake clock); the last 40 are the steady
+	 * phase whose transitions count, as in the real-time version. */
+	for (unsigned beat = 0; beat < 60; beat++) {
+		if (beat == 20) {
 			struct blq_stats s = stats(q);
 			mark_woken = s.workers_woken + s.threads_started;
 			mark_slept = s.workers_slept;
-			marked = true;
 		}
+		unsigned active = steady_beat(q, 2 + beat % 2, beat_ns, &done);
+		if (active < least_active)
+			least_active = active;
 	}
 	struct blq_stats s = stats(q);
-	uint64_t transitions = s.workers_woken + s.threads_started - mark_woken +
-			       s.workers_slept - mark_slept;
+	uint64_t woken = s.workers_woken + s.threads_started - mark_woken;
+	uint64_t transitions = woken + s.workers_slept - mark_slept;
 	/* 40 heartbeats in the steady phase: a flapping pool changes at
 	 * nearly every one. */
 	cr_expect(transitions <= 6, "%lu transitions in 0.8 s of steady load (active %u)",
 		  transitions, s.workers_active);
+	/* A flap is a worker put to sleep and woken again: with the load
+	 * steady and the queue nearly empty, nothing wakes one. */
+	cr_expect_eq(woken, 0, "%lu workers woken or started in the steady phase", woken);
+	/* Never below what the load keeps busy: 3 busy at times, 2 * 1.25
+	 * rounded up otherwise. */
+	cr_expect_geq(least_active, 3, "active fell to %u", least_active);
+	cr_expect_eq(s.processed, done);
+	tu_gate_open(&gate);
 	blq_close(q);
 	blq_free(q);
 }
