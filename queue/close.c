@@ -1,28 +1,36 @@
 /*
- * Closing: graceful, with a time limit, and forced.
+ * Closing, in the four modes of seed 000: Light (blq_close: drain
+ * everything), Soft (blq_close_soft: running items finish, uncancelled;
+ * what is queued or timer-held is abandoned), either with a time limit past
+ * which it turns Hard, and Hard (blq_force_close: as Soft, and the running
+ * items' cancellation is raised). The table is in queue.h.
  *
  * Design
  * - The first close moves the state OPEN -> CLOSING and raises `closed`
  *   (producers refuse from then on; blocked producers wake and refuse).
- *   A force also raises `forced` and every running item's cancellation
- *   flag: workers stop after their current item.
- * - Graceful: workers drain the rings and exit by themselves once no
+ *   Soft and Hard also raise `forced` (the queue is dropping: workers stop
+ *   after their current item, the timer and the engine stop moving items);
+ *   Hard also raises every running item's cancellation flag. A close only
+ *   ever gets stronger (close_mode): Light, then Soft, then Hard.
+ * - Light: workers drain the rings and exit by themselves once no
  *   producer is in flight and the rings are empty (worker.c). The closer
  *   sleeps on q->cond until `alive` reaches zero: no busy-waiting (the
  *   original spins on an atomic in Close).
  * - Finishing (exactly one thread, the first to get there): wait for the
  *   workers to exit and the producers to leave, join the threads (QoS
- *   egress threads last), then sweep what is left in the rings and QoS
- *   sub-queues (only after a force) into the DLQ, or free it and count it
- *   lost. Other closers wait for CLOSED.
+ *   egress threads last), then sweep what is left in the rings, the timer
+ *   and the engine (only after Soft or Hard) into the DLQ, or free it and
+ *   count it lost. Other closers wait for CLOSED.
  * - A close called from one of the queue's own workers cannot wait for
  *   itself: it starts the close and returns; blq_free finishes.
- * - The timer: a graceful close waits for delayed items and retries to
- *   come due (the workers stay while q->staged is non-zero); a force stops
- *   the timer thread and sweeps its items with the rings'.
- * - Balanced queues: a graceful close wakes the asleep workers so they
- *   help drain (and starts one if none exists while items wait); a force
- *   wakes them so they exit. Closing also ends a pause.
+ * - The timer: a Light close waits for delayed items and retries to come
+ *   due (the workers stay while q->staged is non-zero); Soft and Hard stop
+ *   the timer thread and sweep its items with the rings'. A running item
+ *   that fails under Soft or Hard is not retried: it is abandoned like the
+ *   queued ones (retry.c).
+ * - Balanced queues: a Light close wakes the asleep workers so they help
+ *   drain (and starts one if none exists while items wait); Soft and Hard
+ *   wake them so they exit. Closing also ends a pause.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -42,38 +50,56 @@ void blq__wake_all(blq *q)
 		q->engine->wake_all(q->engine_state);
 }
 
-static void begin_close(blq *q, bool force)
+/* Raises the close mode to `mode` if it is stronger than the one in force.
+ * True when it did. */
+static bool raise_mode(blq *q, enum blq__close_mode mode)
 {
-	bool first;
+	int cur = atomic_load_explicit(&q->close_mode, memory_order_acquire);
+
+	while (cur < (int)mode)
+		if (atomic_compare_exchange_weak_explicit(&q->close_mode, &cur, (int)mode,
+							  memory_order_acq_rel,
+							  memory_order_acquire))
+			return true;
+	return false;
+}
+
+static void begin_close(blq *q, enum blq__close_mode mode)
+{
+	bool first, stronger;
 
 	pthread_mutex_lock(&q->mu);
 	first = q->state == BLQ__OPEN;
 	if (first)
 		q->state = BLQ__CLOSING;
 	pthread_mutex_unlock(&q->mu);
+	stronger = raise_mode(q, mode);
 
 	/* seq_cst: pairs with the producers' `entered` increment (enqueue.c). */
 	atomic_store_explicit(&q->closed, 1, memory_order_seq_cst);
 	/* Closing implies resuming: the drain needs the workers. */
 	atomic_store_explicit(&q->paused, 0, memory_order_seq_cst);
-	if (force) {
-		/* `forced` first: a worker that sees its token raised and
-		 * returns must find the queue forced, or it takes one more
-		 * item (it did, under TSan's slower stores). */
+	if (mode >= BLQ__CLOSE_SOFT) {
+		/* `forced` before any token: a worker that sees its token
+		 * raised and returns must find the queue dropping, or it takes
+		 * one more item (it did, under TSan's slower stores). */
 		atomic_store_explicit(&q->forced, 1, memory_order_seq_cst);
-		for (unsigned i = 0; i < q->nworkers; i++)
-			atomic_store_explicit(&q->workers[i].task.cancelled, 1,
-					      memory_order_release);
+		if (mode == BLQ__CLOSE_HARD)
+			for (unsigned i = 0; i < q->nworkers; i++)
+				atomic_store_explicit(&q->workers[i].task.cancelled, 1,
+						      memory_order_release);
 		for (unsigned i = 0; i < q->nworkers; i++)
 			blq__ec_notify(&q->workers[i].park, 0);
 	} else if (q->balanced) {
 		blq__balance_on_close(q);
 	}
 	blq__wake_all(q);
-	blq__timer_kick(q); /* producers waiting for timer room refuse; a force stops it */
+	blq__timer_kick(q); /* producers waiting for timer room refuse; a drop stops it */
 	if (first)
 		blq__log(q, BLQ_LOG_INFO, "queue %s: closing", q->name);
-	if (force)
+	if (stronger && mode == BLQ__CLOSE_SOFT)
+		blq__log(q, BLQ_LOG_INFO, "queue %s: soft close", q->name);
+	if (stronger && mode == BLQ__CLOSE_HARD)
 		blq__log(q, BLQ_LOG_INFO, "queue %s: force close", q->name);
 }
 
@@ -126,8 +152,13 @@ static void sweep(blq *q)
 	}
 	if (n > 0)
 		blq__log(q, q->leaky ? BLQ_LOG_INFO : BLQ_LOG_WARN,
-			 "queue %s: %llu items left at force close %s", q->name,
-			 (unsigned long long)n, q->leaky ? "went to the DLQ" : "were lost");
+			 "queue %s: %llu items left at %s close %s", q->name,
+			 (unsigned long long)n,
+			 atomic_load_explicit(&q->close_mode, memory_order_acquire) ==
+					 BLQ__CLOSE_HARD
+				 ? "force"
+				 : "soft",
+			 q->leaky ? "went to the DLQ" : "were lost");
 }
 
 /* abs_ns: the close's limit on CLOCK_MONOTONIC (0 = none); past it the
@@ -154,7 +185,7 @@ static bool finish(blq *q, uint64_t abs_ns)
 	while (!atomic_load_explicit(&q->forced, memory_order_acquire) && blq_size(q) > 0) {
 		blq__pool_rescue(q);
 		if (!wait_workers(q, abs_ns)) {
-			begin_close(q, true);
+			begin_close(q, BLQ__CLOSE_HARD);
 			timed_out = true;
 			wait_workers(q, 0);
 		}
@@ -181,18 +212,20 @@ static bool finish(blq *q, uint64_t abs_ns)
 	return timed_out;
 }
 
-int blq_close_timeout(blq *q, uint64_t timeout_ns)
+/* Closes in `mode`; past timeout_ns (UINT64_MAX: none) the close turns
+ * Hard. BLQ_ETIMEDOUT when it had to. */
+static int close_in(blq *q, enum blq__close_mode mode, uint64_t timeout_ns)
 {
 	int rc = 0;
 
 	if (q == NULL)
 		return BLQ_EINVAL;
-	begin_close(q, false);
+	begin_close(q, mode);
 	if (blq__is_own_worker(q))
 		return 0;
-	uint64_t abs_ns = blq__deadline_after(timeout_ns);
-	if (!wait_workers(q, abs_ns)) {
-		begin_close(q, true);
+	uint64_t abs_ns = mode == BLQ__CLOSE_HARD ? 0 : blq__deadline_after(timeout_ns);
+	if (mode != BLQ__CLOSE_HARD && !wait_workers(q, abs_ns)) {
+		begin_close(q, BLQ__CLOSE_HARD);
 		rc = BLQ_ETIMEDOUT;
 	}
 	if (finish(q, abs_ns))
@@ -200,18 +233,27 @@ int blq_close_timeout(blq *q, uint64_t timeout_ns)
 	return rc;
 }
 
+int blq_close_timeout(blq *q, uint64_t timeout_ns)
+{
+	return close_in(q, BLQ__CLOSE_LIGHT, timeout_ns);
+}
+
 int blq_close(blq *q)
 {
-	return blq_close_timeout(q, UINT64_MAX);
+	return close_in(q, BLQ__CLOSE_LIGHT, UINT64_MAX);
+}
+
+int blq_close_soft_timeout(blq *q, uint64_t timeout_ns)
+{
+	return close_in(q, BLQ__CLOSE_SOFT, timeout_ns);
+}
+
+int blq_close_soft(blq *q)
+{
+	return close_in(q, BLQ__CLOSE_SOFT, UINT64_MAX);
 }
 
 int blq_force_close(blq *q)
 {
-	if (q == NULL)
-		return BLQ_EINVAL;
-	begin_close(q, true);
-	if (blq__is_own_worker(q))
-		return 0;
-	finish(q, 0);
-	return 0;
+	return close_in(q, BLQ__CLOSE_HARD, UINT64_MAX);
 }

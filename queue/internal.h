@@ -122,6 +122,14 @@ enum blq__state {
 	BLQ__CLOSED,  /* threads joined, leftovers swept, counters final */
 };
 
+/* How a close treats the queue's items (close.c; the table in queue.h). */
+enum blq__close_mode {
+	BLQ__CLOSE_NONE,
+	BLQ__CLOSE_LIGHT, /* drain everything */
+	BLQ__CLOSE_SOFT,  /* running items finish; the rest is abandoned */
+	BLQ__CLOSE_HARD,  /* as Soft, and the running items are cancelled */
+};
+
 /* The bounds in force: the config's, or a schedule range's. */
 typedef struct blq__bounds {
 	unsigned min, max;
@@ -180,7 +188,10 @@ struct blq {
 	 * pause, the balancer). seq_cst where the close protocol pairs them
 	 * with the producers' counts (enqueue.c); relaxed otherwise. -- */
 	alignas(BLQ__CACHELINE) _Atomic int closed;
+	/* Dropping: a Soft or Hard close (close.c) raised it; workers take
+	 * no more items and what is queued or timer-held is abandoned. */
 	_Atomic int forced;
+	_Atomic int close_mode; /* enum blq__close_mode, the strongest so far */
 	_Atomic int paused;
 	_Atomic unsigned n_active; /* workers in BLQ__W_ACTIVE */
 	_Atomic int throttled;     /* the queue was full at the last look */
@@ -289,7 +300,7 @@ void blq__drop(blq *q, const blq__item *it, _Atomic uint64_t *counter, enum blq_
 void blq__lose(blq *q, blq__cell *c, const blq__item *it);
 void blq__to_dlq(blq *q, blq__cell *c, const blq__item *it, _Atomic uint64_t *leak_counter,
 		 enum blq_leak_dir dir);
-/* An item still queued at a force close: to the DLQ, or lost. */
+/* An item still queued at a Soft or Hard close: to the DLQ, or lost. */
 void blq__abandon(blq *q, blq__cell *c, const blq__item *it);
 
 /* retry.c: a failed attempt with retries left. True when the item went
@@ -315,7 +326,7 @@ void blq__timer_kick(blq *q);  /* look at the clock now (tests, close) */
  * ring itself, if the timer's mutex is free (timer.c). Never waits. */
 void blq__timer_assist(blq *q, uint64_t now);
 void blq__timer_stop(blq *q);  /* stop and join the thread */
-void blq__timer_sweep(blq *q, blq__cell *c); /* force close: abandon what is left */
+void blq__timer_sweep(blq *q, blq__cell *c); /* Soft/Hard close: abandon what is left */
 size_t blq__timer_size(const blq *q); /* items it holds, inboxes included */
 
 /* inbox.c: a worker's retries into the timer without its mutex. */

@@ -28,8 +28,12 @@ static size_t room(size_t len, int n)
 
 static const char *state_name(const blq *q)
 {
-	if (atomic_load_explicit(&q->forced, memory_order_relaxed))
+	int mode = atomic_load_explicit(&q->close_mode, memory_order_relaxed);
+
+	if (mode == BLQ__CLOSE_HARD)
 		return "force-closing";
+	if (mode == BLQ__CLOSE_SOFT)
+		return "soft-closing";
 	if (atomic_load_explicit(&q->closed, memory_order_relaxed))
 		return "closing";
 	return "active";

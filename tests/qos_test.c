@@ -611,6 +611,52 @@ Test(qos, force_close_without_dlq_counts_subqs_lost)
 	blq_free(q);
 }
 
+/* Soft close: the running item finishes (its token down), everything in
+ * the sub-queues and the egress is lost (no DLQ), each item freed once. */
+static blq *soft_q;
+static _Atomic int soft_rc = -100;
+
+static void *soft_closer(void *p)
+{
+	(void)p;
+	atomic_store(&soft_rc, blq_close_soft(soft_q));
+	return NULL;
+}
+
+Test(qos, soft_close_finishes_the_running_item_and_drops_the_subqs)
+{
+	wctx *w = wctx_new(false);
+	blq_qos_config qc = sq3(BLQ_QOS_WRR, 2, 1);
+	blq_config c = cfg_for(w, &qc);
+	blq *q = must_new(&c);
+
+	cr_assert_eq(blq_enqueue(q, tu_item_new(0)), 0); /* held in the gate */
+	cr_assert(TU_WAIT_FOR(blq_size(q) == 0 && atomic_load(&w->gate.waiting) == 1, 2000));
+	cr_assert_eq(blq_enqueue(q, tu_item_new(ID(LOW, 1))), 0);
+	cr_assert(TU_WAIT_FOR(subq_size(q, BLQ_QOS_EGRESS) == 1, 2000));
+	static const unsigned routes[] = {HIGH, MED, LOW};
+	for (unsigned i = 0; i < 6; i++)
+		cr_assert_eq(blq_enqueue(q, tu_item_new(ID(routes[i % 3], 10 + i))), 0);
+	cr_expect_eq(blq_size(q), 7);
+	soft_q = q;
+	pthread_t t;
+	pthread_create(&t, NULL, soft_closer, NULL);
+	tu_sleep_us(20000);
+	cr_expect_eq(atomic_load(&soft_rc), -100, "returned before the running item finished");
+	tu_gate_open(&w->gate);
+	pthread_join(t, NULL);
+	cr_expect_eq(atomic_load(&soft_rc), 0);
+	struct blq_stats s = stats(q);
+	cr_expect_eq(s.in, 8);
+	cr_expect_eq(s.processed, 1);
+	cr_expect_eq(s.lost, 7);
+	cr_expect_eq(s.size, 0);
+	cr_expect_eq(w->n, 1, "an item from a sub-queue ran");
+	expect_balanced(q);
+	cr_expect_eq(atomic_load(&tu_freed), 8);
+	blq_free(q);
+}
+
 /* Force close with a DLQ: everything waiting, spread over the sub-queues
  * and the egress, goes to the DLQ (leaked_closed). */
 Test(qos, force_close_sweeps_subqs_to_the_dlq)

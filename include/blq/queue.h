@@ -13,9 +13,10 @@
  *              allowed attempt and it was not sent to the DLQ; freed with
  *              item_free. Earlier failures are retries, not outcomes.
  *   leaked     handed to the DLQ (overflow, fail_to_dlq, deadline_to_dlq,
- *              force close); the DLQ owns it.
+ *              a Soft or Hard close); the DLQ owns it.
  *   expired    its deadline passed before a worker took it; freed.
- *   lost       force close without a DLQ, or the DLQ refused it; freed.
+ *   lost       a Soft or Hard close without a DLQ, or the DLQ refused it;
+ *              freed.
  * After close: in == processed + failed + leaked + expired + lost.
  */
 #ifndef BLQ_QUEUE_H
@@ -59,7 +60,7 @@ enum blq_outcome {
 	BLQ_OUTCOME_TIMED_OUT,     /* FAILED, and the last attempt ran past its timeout */
 	BLQ_OUTCOME_LEAKED,        /* handed to the DLQ */
 	BLQ_OUTCOME_EXPIRED,       /* its deadline passed before a worker took it */
-	BLQ_OUTCOME_LOST,          /* dropped at force close, or refused by the DLQ */
+	BLQ_OUTCOME_LOST,          /* dropped at a Soft or Hard close, or refused by the DLQ */
 };
 
 /** blq_outcome_name() - "processed", "failed", ...; "unknown" otherwise. */
@@ -74,7 +75,7 @@ BLQ_API const char *blq_outcome_name(enum blq_outcome o);
  * timed out, expired, leaked after a failure or past its deadline), a
  * producer inside its enqueue call (leaked on overflow: that call has not
  * returned yet), the timer or a QoS egress thread (leaked), or the thread
- * closing the queue (leaked or lost at a force close). The counters in
+ * closing the queue (leaked or lost at a Soft or Hard close). The counters in
  * blq_stats already include the outcome when fn runs.
  * What fn may do: record the outcome, signal another thread, call
  * blq_try_enqueue(_job) on any queue, blq_stats. It must be short and must
@@ -259,7 +260,7 @@ struct blq_stats {
 	uint64_t leaked_front;
 	uint64_t leaked_failed;   /* fail_to_dlq */
 	uint64_t leaked_deadline; /* deadline_to_dlq */
-	uint64_t leaked_closed;   /* remaining at force close */
+	uint64_t leaked_closed;   /* remaining at a Soft or Hard close */
 	uint64_t expired;
 	uint64_t lost;
 	uint64_t retried;   /* a retry is not an outcome */
@@ -388,7 +389,8 @@ BLQ_API const char *blq_name(const blq *q);
 BLQ_API int blq_stats(const blq *q, struct blq_stats *out);
 
 /**
- * blq_status_json() - the queue's state as one JSON object (name, status,
+ * blq_status_json() - the queue's state as one JSON object (name, status:
+ * "active", "closing", "soft-closing", "force-closing" or "closed",
  * capacity, size, rate, workers, counters, and with QoS each sub-queue's
  * and the egress's size), like the original's String().
  * @buf, @len: the caller's buffer; always NUL-terminated when len > 0.
@@ -398,18 +400,42 @@ BLQ_API int blq_stats(const blq *q, struct blq_stats *out);
  */
 BLQ_API int blq_status_json(const blq *q, char *buf, size_t len);
 
+/*
+ * Closing: the four modes of seed 000. A close only gets stronger: a Soft
+ * close during a Light one drops what is still queued; a Hard one cancels
+ * what runs. Every mode refuses new items at once (enqueue returns
+ * BLQ_ECLOSED; blocked producers wake with it) and ends a pause.
+ *
+ *  mode (call)                  queued items      timer-held (delays,  running items           returns
+ *                                                 retry backoff)
+ *  Light   blq_close            run              wait, then run       finish                  0
+ *  Light+t blq_close_timeout    run until t, then as Hard                                     0, or BLQ_ETIMEDOUT at t
+ *  Soft    blq_close_soft       to the DLQ (leaked_closed) or,       finish, token not       0
+ *                               without one, freed and counted lost  raised; a failure is
+ *                                                                    not retried: abandoned
+ *                                                                    like the queued items
+ *  Soft+t  blq_close_soft_timeout  as Soft until t, then as Hard                              0, or BLQ_ETIMEDOUT at t
+ *  Hard    blq_force_close      as Soft          as Soft              token raised            0
+ *                                                                    (blq_task_cancelled);
+ *                                                                    the return value decides
+ *
+ * Every mode returns once the workers have exited and the leftovers are
+ * swept: counters are final then (in == processed + failed + leaked +
+ * expired + lost). From one of the queue's own workers, any of them starts
+ * the close and returns 0 without waiting (blq_free or a later close
+ * finishes). All are idempotent and any thread may call them, concurrently
+ * too: every caller returns when the queue is closed. BLQ_EINVAL for NULL.
+ */
+
 /**
- * blq_close() - graceful close: stop accepting (enqueue returns
- * BLQ_ECLOSED, blocked producers wake with it), let the workers drain every
- * item, join them. Idempotent; concurrent callers all return when closed.
- * Called from one of the queue's own workers it starts the close and returns
- * 0 without waiting (the workers drain; blq_free or a later close joins).
+ * blq_close() - Light close: stop accepting, let the workers drain every
+ * item (queued and timer-held), join them. See the table above.
  * Return: 0, or BLQ_EINVAL for NULL.
  */
 BLQ_API int blq_close(blq *q);
 
 /**
- * blq_close_timeout() - graceful close that turns into blq_force_close when
+ * blq_close_timeout() - Light close that turns into blq_force_close when
  * the drain takes longer than timeout_ns.
  * Return: 0 when drained in time, BLQ_ETIMEDOUT when it had to force (the
  * queue is closed either way), BLQ_EINVAL for NULL.
@@ -417,10 +443,26 @@ BLQ_API int blq_close(blq *q);
 BLQ_API int blq_close_timeout(blq *q, uint64_t timeout_ns);
 
 /**
- * blq_force_close() - stop accepting, stop every worker after its current
- * item (raising the item's cancellation flag, see blq_task_cancelled), and
- * hand every item still queued to the DLQ (leaked) or, without a DLQ, free
- * it and count it lost. From a worker it starts the force and returns.
+ * blq_close_soft() - Soft close: stop accepting, let the running items
+ * finish without raising their cancellation, and hand every item still
+ * queued or held by the timer to the DLQ (counted leaked_closed) or,
+ * without a DLQ, free it and count it lost. A running item that fails is
+ * not retried: it ends like the queued ones. See the table above.
+ * Return: 0, or BLQ_EINVAL for NULL.
+ */
+BLQ_API int blq_close_soft(blq *q);
+
+/**
+ * blq_close_soft_timeout() - blq_close_soft that turns into blq_force_close
+ * when the running items take longer than timeout_ns to finish.
+ * Return: 0 when they finished in time, BLQ_ETIMEDOUT when it had to force
+ * (the queue is closed either way), BLQ_EINVAL for NULL.
+ */
+BLQ_API int blq_close_soft_timeout(blq *q, uint64_t timeout_ns);
+
+/**
+ * blq_force_close() - Hard close: as blq_close_soft, and every running
+ * item's cancellation flag is raised (see blq_task_cancelled).
  * Return: 0, or BLQ_EINVAL for NULL.
  */
 BLQ_API int blq_force_close(blq *q);
