@@ -280,6 +280,9 @@ int64_t blq__inflight(const blq *q); /* producers inside enqueue */
 /* blq_enqueue_job (or, with try_only, blq_try_enqueue_job) with `done` as
  * the item's hook in place of job->done (blq_enqueue_wait's, wait.c). */
 int blq__enqueue_job_as(blq *q, const blq_job *job, const blq_done *done, bool try_only);
+/* An attempt of an item with the hook `d` returned rc: kept for
+ * blq_enqueue_wait_result when d is a waiter's (wait.c). */
+void blq__wait_note(const blq_done *d, int rc, uint32_t attempt);
 
 /* rings.c (and engine.h's blq__core_push, blq__core_room) */
 bool blq__push_any(blq *q, const blq__item *it);

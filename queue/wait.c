@@ -10,6 +10,10 @@
  * returns, after the outcome or after its wait limit. The last one frees
  * the record, so a caller that gives up early leaves nothing dangling
  * behind the item.
+ * The worker's return code: after each attempt the worker hands it to
+ * blq__wait_note, which keeps it in the record when the item's hook is a
+ * waiter's (one pointer compare, on items with a hook only); the
+ * outcome's release store publishes it with the outcome.
  */
 #include <stdlib.h>
 
@@ -21,6 +25,11 @@ struct blq__waiter {
 	blq__ec ec;
 	_Atomic int outcome;  /* 0 until the item ends */
 	_Atomic int refs;
+	/* The last attempt's return code and how many attempts ran; written
+	 * by the worker running the item, read by the caller after the
+	 * outcome (relaxed: the outcome's release/acquire orders them). */
+	_Atomic int worker_rc;
+	_Atomic uint32_t attempts;
 };
 
 static void unref(struct blq__waiter *w)
@@ -43,7 +52,17 @@ static void waiter_done(void *ctx, void *payload, enum blq_outcome o)
 	unref(w);
 }
 
-int blq_enqueue_wait(blq *q, const blq_job *job, uint64_t wait_ns, enum blq_outcome *outcome)
+void blq__wait_note(const blq_done *d, int rc, uint32_t attempt)
+{
+	if (d->fn != waiter_done)
+		return;
+	struct blq__waiter *w = d->ctx;
+
+	atomic_store_explicit(&w->worker_rc, rc, memory_order_relaxed);
+	atomic_store_explicit(&w->attempts, attempt, memory_order_relaxed);
+}
+
+int blq_enqueue_wait_result(blq *q, const blq_job *job, uint64_t wait_ns, blq_wait_result *res)
 {
 	if (q == NULL || job == NULL)
 		return BLQ_EINVAL;
@@ -79,10 +98,21 @@ int blq_enqueue_wait(blq *q, const blq_job *job, uint64_t wait_ns, enum blq_outc
 		}
 		blq__ec_wait(&w->ec, snap, deadline);
 	}
+	if (o != 0 && res != NULL) {
+		res->outcome = (enum blq_outcome)o;
+		res->worker_rc = atomic_load_explicit(&w->worker_rc, memory_order_relaxed);
+		res->attempts = atomic_load_explicit(&w->attempts, memory_order_relaxed);
+	}
 	unref(w);
-	if (o == 0)
-		return BLQ_ETIMEDOUT;
-	if (outcome != NULL)
-		*outcome = (enum blq_outcome)o;
-	return 0;
+	return o == 0 ? BLQ_ETIMEDOUT : 0;
+}
+
+int blq_enqueue_wait(blq *q, const blq_job *job, uint64_t wait_ns, enum blq_outcome *outcome)
+{
+	blq_wait_result r;
+	int rc = blq_enqueue_wait_result(q, job, wait_ns, &r);
+
+	if (rc == 0 && outcome != NULL)
+		*outcome = r.outcome;
+	return rc;
 }

@@ -98,6 +98,8 @@ static void run_item(blq *q, blq__worker *w, blq__item *it)
 				  (rc != 0 && blq__now(q) >= w->task.timeout_at));
 		w->task.timeout_at = 0;
 		atomic_store_explicit(&w->task.timeout_seen, 0, memory_order_relaxed);
+		if (__builtin_expect(it->done != NULL, 0))
+			blq__wait_note(it->done, rc, it->attempt);
 		if (m != NULL && m->queue_exec != NULL) {
 			uint64_t t1 = blq__now(q);
 

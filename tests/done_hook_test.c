@@ -298,6 +298,72 @@ Test(done_hook, enqueue_wait_runs_the_jobs_hook_before_it_returns, .timeout = 30
 	blq_free(q);
 }
 
+/* Even ids succeed; odd ids fail with 100 * attempt + id; id 1001 fails on
+ * its first attempt and succeeds on its second. */
+static int coded_rc(void *ctx, void *payload, blq_task *t)
+{
+	uintptr_t id = (uintptr_t)payload;
+
+	(void)ctx;
+	if (id == 1001)
+		return blq_task_attempt(t) == 1 ? 7 : 0;
+	return id % 2 == 0 ? 0 : (int)(100 * blq_task_attempt(t) + id);
+}
+
+/* blq_enqueue_wait_result: the outcome, the last attempt's return code and
+ * how many attempts ran; no attempt at all for an item leaked on overflow. */
+Test(done_hook, enqueue_wait_result_says_why_an_item_failed, .timeout = 30)
+{
+	blq_config c = {.name = "why", .capacity = 8, .workers = 2, .worker = coded_rc,
+			.max_retries = 2};
+	blq *q = must_new(&c);
+
+	for (uintptr_t i = 0; i < 10; i++) {
+		blq_job j = {.payload = (void *)i};
+		blq_wait_result r = {.worker_rc = -1};
+
+		cr_assert_eq(blq_enqueue_wait_result(q, &j, UINT64_MAX, &r), 0);
+		if (i % 2 == 0) {
+			cr_expect_eq(r.outcome, BLQ_OUTCOME_PROCESSED);
+			cr_expect_eq(r.worker_rc, 0);
+			cr_expect_eq(r.attempts, 1);
+		} else {
+			cr_expect_eq(r.outcome, BLQ_OUTCOME_FAILED);
+			cr_expect_eq(r.worker_rc, (int)(300 + i), "item %lu: rc %d",
+				     (unsigned long)i, r.worker_rc);
+			cr_expect_eq(r.attempts, 3);
+		}
+	}
+	blq_job j = {.payload = (void *)1001};
+	blq_wait_result r;
+	cr_assert_eq(blq_enqueue_wait_result(q, &j, UINT64_MAX, &r), 0);
+	cr_expect_eq(r.outcome, BLQ_OUTCOME_PROCESSED);
+	cr_expect_eq(r.worker_rc, 0, "the last attempt's code, not the first's");
+	cr_expect_eq(r.attempts, 2);
+	/* NULL res: the outcome is still waited for. */
+	cr_expect_eq(blq_enqueue_wait_result(q, &j, UINT64_MAX, NULL), 0);
+	cr_expect_eq(blq_enqueue_wait_result(NULL, &j, 0, &r), BLQ_EINVAL);
+	blq_free(q);
+
+	/* Leaked before it ran: no attempt, code 0. */
+	blq_config t = {.name = "target", .capacity = 4, .workers = 1, .worker = coded_rc};
+	blq *target = must_new(&t);
+	blq_config lc = {.name = "leaky", .capacity = 1, .workers = 1, .worker = coded_rc,
+			 .dlq = blq_as_enqueuer(target)};
+	blq *leaky = must_new(&lc);
+	blq_pause(leaky);
+	blq_job first = {.payload = (void *)2};
+	cr_assert_eq(blq_enqueue_job(leaky, &first), 0);
+	blq_job second = {.payload = (void *)4};
+	cr_assert_eq(blq_enqueue_wait_result(leaky, &second, UINT64_MAX, &r), 0);
+	cr_expect_eq(r.outcome, BLQ_OUTCOME_LEAKED);
+	cr_expect_eq(r.attempts, 0);
+	cr_expect_eq(r.worker_rc, 0);
+	blq_resume(leaky);
+	blq_free(leaky);
+	blq_free(target);
+}
+
 /* blq_dlq_sync: a dump's sync is its flush; a queue as DLQ has none. */
 Test(done_hook, dlq_sync_says_what_the_dlq_can_do)
 {

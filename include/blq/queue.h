@@ -343,23 +343,46 @@ BLQ_API int blq_enqueue_job(blq *q, const blq_job *job);
  */
 BLQ_API int blq_try_enqueue_job(blq *q, const blq_job *job);
 
+/* What blq_enqueue_wait_result reports about an item's end. */
+typedef struct blq_wait_result {
+	enum blq_outcome outcome;
+	/* The worker's return code on the last attempt that ran (0 for a
+	 * success; what the worker returned on a failure or a timed-out
+	 * attempt); 0 when no attempt ran (expired, leaked on overflow,
+	 * dropped at a Soft or Hard close before it started). */
+	int worker_rc;
+	uint32_t attempts; /* attempts that ran: 0 when none did */
+} blq_wait_result;
+
 /**
- * blq_enqueue_wait() - enqueue a job and block until it reaches its
- * outcome (seed 001's SubmitWait).
+ * blq_enqueue_wait_result() - enqueue a job and block until it reaches its
+ * outcome (seed 001's SubmitWait), learning why it ended.
  * @job: as for blq_enqueue_job; the enqueue may block while the queue is
  *       full (it follows blq_enqueue's rules).
  * @wait_ns: how long to wait for the outcome after the enqueue;
  *           UINT64_MAX = no limit.
- * @outcome: receives the outcome on 0; may be NULL.
- * Return: 0 with *outcome set (PROCESSED: the worker owns the payload;
+ * @res: receives the outcome, the last attempt's return code and the
+ *       number of attempts on 0; may be NULL.
+ * Return: 0 with *res set (outcome PROCESSED: the worker owns the payload;
  * FAILED, TIMED_OUT, EXPIRED, LOST: freed with item_free; LEAKED: the DLQ
  * owns it). BLQ_ETIMEDOUT: the wait limit passed first; the queue owns the
- * payload and it still reaches an outcome later (counted in blq_stats).
- * Enqueue errors (BLQ_ECLOSED, BLQ_EINVAL, ...) as blq_enqueue_job: the
- * caller still owns the payload. job->done, when set, still runs once at
- * the outcome (before this call returns, unless the wait timed out). It
- * stands on the same hook: an internal blq_done wakes the caller. BLQ_EDEADLK from one of q's own workers
- * (it could wait for itself). BLQ_ENOMEM: no memory for the wait record.
+ * payload and it still reaches an outcome later (counted in blq_stats);
+ * *res is untouched. Enqueue errors (BLQ_ECLOSED, BLQ_EINVAL, ...) as
+ * blq_enqueue_job: the caller still owns the payload. job->done, when
+ * set, still runs once at the outcome (before this call returns, unless
+ * the wait timed out). It stands on the same hook: an internal blq_done
+ * wakes the caller. BLQ_EDEADLK from one of q's own workers (it could wait
+ * for itself). BLQ_ENOMEM: no memory for the wait record (the one
+ * allocation of this call).
+ * Thread-safety: any number of threads at once.
+ */
+BLQ_API int blq_enqueue_wait_result(blq *q, const blq_job *job, uint64_t wait_ns,
+				    blq_wait_result *res);
+
+/**
+ * blq_enqueue_wait() - blq_enqueue_wait_result reporting the outcome only.
+ * @outcome: receives the outcome on 0; may be NULL.
+ * Return: as blq_enqueue_wait_result.
  * Thread-safety: any number of threads at once.
  */
 BLQ_API int blq_enqueue_wait(blq *q, const blq_job *job, uint64_t wait_ns,
