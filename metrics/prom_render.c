@@ -198,6 +198,9 @@ static void gauge_families(out *o, const blq_prom *r)
 		{"queue_workers_active", "Workers taking items."},
 		{"queue_workers_sleep", "Workers asleep (thread kept)."},
 		{"queue_workers_idle", "Worker slots without a thread."},
+		{"queue_workers_busy", "Workers inside their callback."},
+		{"queue_workers_overrunning", "Workers still inside a callback past its time limit."},
+		{"queue_producers_blocked", "Producers waiting for room on a full queue."},
 	};
 	char lbl[NAME_MAX_LEN * 2 + 1];
 
@@ -212,7 +215,10 @@ static void gauge_families(out *o, const blq_prom *r)
 				     : k == 1 ? st.capacity
 				     : k == 2 ? st.workers_active
 				     : k == 3 ? st.workers_asleep
-						: st.workers_idle;
+				     : k == 4 ? st.workers_idle
+				     : k == 5 ? st.workers_busy
+				     : k == 6 ? st.workers_overrunning
+						: st.producers_blocked;
 			blq__prom_escape(lbl, sizeof(lbl), s->name);
 			blq__prom_emit(o, "%s{queue=\"%s\"} %llu\n", g[k].name, lbl, (unsigned long long)v);
 		}

@@ -164,8 +164,12 @@ static int subq_admit(struct blq__qos *s, blq__cell *c, const blq__item *it,
 			*pushed = leak(s, c, sq, it);
 		else if (mode != BLQ__BLOCK)
 			rc = BLQ_EFULL;
-		else
+		else {
+			/* A blocked producer (blq_stats' producers_blocked). */
+			atomic_fetch_add_explicit(s->port.blocked, 1, memory_order_relaxed);
 			*pushed = (rc = wait_push(s, sq, it)) == 0;
+			atomic_fetch_sub_explicit(s->port.blocked, 1, memory_order_relaxed);
+		}
 	}
 	/* Put: the item reached the sub-queue (and is in it, or leaked at its
 	 * rear), so per sub-queue put = pull + leak + size. */

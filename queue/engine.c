@@ -30,6 +30,7 @@ int blq__engine_setup(blq *q, unsigned *streams)
 		.leak_direction = q->cfg.leak_direction,
 		.front_leak_attempts = q->cfg.front_leak_attempts,
 		.staged = &q->staged,
+		.blocked = &q->producers_blocked,
 		.closed = &q->closed,
 		.forced = &q->forced,
 		.items = &q->items_ec,

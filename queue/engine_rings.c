@@ -60,13 +60,24 @@ static bool leak(blq *q, blq__cell *c, const blq__item *it)
 }
 
 
+/* A blocking producer counts in producers_blocked from when it finds the
+ * queue full until it gets in or gives up. */
+static int unblock(blq *q, bool counted, int rc)
+{
+	if (counted)
+		atomic_fetch_sub_explicit(&q->producers_blocked, 1, memory_order_relaxed);
+	return rc;
+}
+
 int blq__place(blq *q, blq__cell *c, blq__item *it, enum blq__mode mode, bool *pushed)
 {
+	bool counted = false;
+
 	*pushed = false;
 	for (;;) {
 		if (blq__push_any(q, it)) {
 			*pushed = true;
-			return 0;
+			return unblock(q, counted, 0);
 		}
 		if (q->balanced)
 			blq__scale_up_hint(q); /* full: more hands, now */
@@ -76,6 +87,10 @@ int blq__place(blq *q, blq__cell *c, blq__item *it, enum blq__mode mode, bool *p
 		}
 		if (mode == BLQ__TRY)
 			return BLQ_EFULL;
+		if (mode == BLQ__BLOCK && !counted) {
+			atomic_fetch_add_explicit(&q->producers_blocked, 1, memory_order_relaxed);
+			counted = true;
+		}
 		/* The timer thread wakes the workers once per batch, after it
 		 * (timer.c, deliver_batch): the items of this batch it has
 		 * pushed so far have woken nobody. Wake a worker before waiting
@@ -89,21 +104,21 @@ int blq__place(blq *q, blq__cell *c, blq__item *it, enum blq__mode mode, bool *p
 		 * ourselves. */
 		if (spin_push(q, it, mode)) {
 			*pushed = true;
-			return 0;
+			return unblock(q, counted, 0);
 		}
 		uint32_t snap = blq__ec_prepare(&q->space_ec);
 		if (blq__push_any(q, it)) {
 			blq__ec_cancel(&q->space_ec);
 			*pushed = true;
-			return 0;
+			return unblock(q, counted, 0);
 		}
 		if (give_up(q, mode)) {
 			blq__ec_cancel(&q->space_ec);
-			return BLQ_ECLOSED;
+			return unblock(q, counted, BLQ_ECLOSED);
 		}
 		blq__ec_wait(&q->space_ec, snap, 0);
 		if (give_up(q, mode))
-			return BLQ_ECLOSED;
+			return unblock(q, counted, BLQ_ECLOSED);
 	}
 }
 

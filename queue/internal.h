@@ -95,6 +95,11 @@ typedef struct blq__worker {
 	blq__cell *cell;
 	struct blq_task task;
 	_Atomic int cmd;   /* enum blq__wcmd; written by the balancer */
+	/* Inside the callback: 0 when not; else the attempt's time limit on
+	 * the queue's clock (UINT64_MAX: none), so blq_stats tells busy and
+	 * overrunning workers from one word the worker writes twice per
+	 * attempt on its own line. */
+	_Atomic uint64_t busy_until;
 	_Atomic int state; /* enum blq__wstate */
 	/* Time spent blocked on an empty queue while active, for the
 	 * balancer's utilisation estimate, on the queue's clock, in one word
@@ -195,6 +200,7 @@ struct blq {
 	_Atomic int paused;
 	_Atomic unsigned n_active; /* workers in BLQ__W_ACTIVE */
 	_Atomic int throttled;     /* the queue was full at the last look */
+	_Atomic unsigned producers_blocked; /* waiting for room (engine.h) */
 	_Atomic unsigned wakeup_permille; /* bounds.wakeup * 1000, for enqueue-side hints */
 
 	/* -- Atomic, written by every mover: its own line. -- Items accepted

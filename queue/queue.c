@@ -304,6 +304,28 @@ uint64_t blq__fold_in(const blq *q)
 	return fold(q, offsetof(blq__cell, entered)) - fold(q, offsetof(blq__cell, refused));
 }
 
+/* Workers inside their callback, and those of them past the attempt's
+ * time limit (the clock is read only when one has a limit). */
+static void busy_counts(const blq *q, unsigned *busy, unsigned *over)
+{
+	uint64_t now = 0;
+
+	*busy = *over = 0;
+	for (unsigned i = 0; i < q->nworkers; i++) {
+		uint64_t until = atomic_load_explicit(&q->workers[i].busy_until,
+						      memory_order_relaxed);
+
+		if (until == 0)
+			continue;
+		(*busy)++;
+		if (until == UINT64_MAX)
+			continue;
+		if (now == 0)
+			now = blq__now(q);
+		*over += now >= until;
+	}
+}
+
 int blq_stats(const blq *q, struct blq_stats *out)
 {
 	if (q == NULL || out == NULL)
@@ -331,7 +353,13 @@ int blq_stats(const blq *q, struct blq_stats *out)
 	out->workers_slept = atomic_load_explicit(&q->slept, memory_order_relaxed);
 	out->threads_started = atomic_load_explicit(&q->started_threads, memory_order_relaxed);
 	out->threads_stopped = atomic_load_explicit(&q->stopped_threads, memory_order_relaxed);
-	out->throttled = atomic_load_explicit(&q->throttled, memory_order_relaxed) != 0;
+	out->producers_blocked =
+		atomic_load_explicit(&q->producers_blocked, memory_order_relaxed);
+	/* The balancer's look at the fill rate, or producers waiting for
+	 * room now (the only sign a fixed pool has). */
+	out->throttled = atomic_load_explicit(&q->throttled, memory_order_relaxed) != 0 ||
+			 out->producers_blocked > 0;
+	busy_counts(q, &out->workers_busy, &out->workers_overrunning);
 	out->paused = atomic_load_explicit(&q->paused, memory_order_relaxed) != 0;
 	blq__bounds b = bounds_in_force(q);
 	out->workers_min = b.min;

@@ -88,7 +88,11 @@ static void run_item(blq *q, blq__worker *w, blq__item *it)
 
 			w->task.timeout_at = blq__sat_add(start, it->timeout_ns);
 		}
+		atomic_store_explicit(&w->busy_until,
+				      it->timeout_ns != 0 ? w->task.timeout_at : UINT64_MAX,
+				      memory_order_relaxed);
 		int rc = q->cfg.worker(q->cfg.worker_ctx, it->payload, &w->task);
+		atomic_store_explicit(&w->busy_until, 0, memory_order_relaxed);
 		/* Timed out: the worker was told (it no longer owns the payload,
 		 * whatever it returned), or it failed past its limit. A worker
 		 * that returns 0 without having been told keeps the payload:

@@ -109,6 +109,9 @@ Test(metrics, two_live_queues_promtool_and_the_python_parser)
 	cr_expect(strstr(text, "queue_size{queue=\"alpha\"} 2\n") != NULL, "%s", text);
 	cr_expect(strstr(text, "queue_capacity{queue=\"alpha\"} 2\n") != NULL);
 	cr_expect(strstr(text, "queue_workers_active{queue=\"alpha\"} 1\n") != NULL);
+	cr_expect(strstr(text, "queue_workers_busy{queue=\"alpha\"} 1\n") != NULL, "%s", text);
+	cr_expect(strstr(text, "queue_workers_overrunning{queue=\"alpha\"} 0\n") != NULL);
+	cr_expect(strstr(text, "queue_producers_blocked{queue=\"alpha\"} 0\n") != NULL);
 
 	tu_gate_open(&gate);
 	blq_close(qa);
@@ -146,7 +149,7 @@ Test(metrics, two_live_queues_promtool_and_the_python_parser)
 		"int(v[(\"queue_in_total\", ((\"queue\", \"we\\\"ird\\\\q\"),))]))'",
 		text, out, sizeof(out));
 	cr_expect_eq(rc, 0, "python parser: %s", out);
-	cr_expect_str_eq(out, "20 5 3\n", "families, alpha's in, the odd name's in");
+	cr_expect_str_eq(out, "23 5 3\n", "families (20 + the 3 gauges of the moment), alpha's in, the odd name's in");
 
 	blq_prom_unwatch(r, qa);
 	blq_prom_unwatch(r, qb);

@@ -278,7 +278,9 @@ struct blq_stats {
 	uint64_t workers_slept;  /* active -> asleep */
 	uint64_t threads_started;
 	uint64_t threads_stopped; /* asleep past sleep_interval, or above max */
-	bool throttled;           /* full at the balancer's last look */
+	/* Full at the balancer's last look, or producers waiting for room
+	 * now (fixed pools too); clears once they got in (the drain). */
+	bool throttled;
 	bool paused;
 	/* The balancer's bounds at its last look: the config's, or those of
 	 * the schedule range in force (schedule_range is its index in the
@@ -288,6 +290,13 @@ struct blq_stats {
 	double wakeup_factor;
 	double sleep_factor;
 	int schedule_range;
+	/* Gauges of the moment (seed 000): workers inside their callback;
+	 * those of them past the attempt's time limit (timeout_ns) that have
+	 * not returned yet; producers blocked in blq_enqueue(_job) waiting
+	 * for room on a full queue (or a full QoS sub-queue). */
+	unsigned workers_busy;
+	unsigned workers_overrunning;
+	unsigned producers_blocked;
 };
 
 /**

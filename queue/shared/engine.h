@@ -73,6 +73,10 @@ typedef struct blq__port {
 	 * sees the queue closed, no producer in flight and staged == 0 knows
 	 * the rings hold all there will be. */
 	_Atomic uint64_t *staged;
+	/* Producers waiting for room on a full queue (blq_stats'
+	 * producers_blocked): an engine counts a BLQ__BLOCK admission here
+	 * from when it finds no room until it gets in or gives up. */
+	_Atomic unsigned *blocked;
 	const _Atomic int *closed; /* raised (seq_cst) by every close */
 	const _Atomic int *forced; /* raised by a force close, before `closed` */
 	blq__ec *items; /* workers sleep here while the rings are empty */
