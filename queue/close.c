@@ -11,7 +11,8 @@
  *   Soft and Hard also raise `forced` (the queue is dropping: workers stop
  *   after their current item, the timer and the engine stop moving items);
  *   Hard also raises every running item's cancellation flag. A close only
- *   ever gets stronger (close_mode): Light, then Soft, then Hard.
+ *   ever gets stronger: `forced` holds the mode, raised and never lowered
+ *   (Light 0, then Soft, then Hard).
  * - Light: workers drain the rings and exit by themselves once no
  *   producer is in flight and the rings are empty (worker.c). The closer
  *   sleeps on q->cond until `alive` reaches zero: no busy-waiting (the
@@ -50,15 +51,15 @@ void blq__wake_all(blq *q)
 		q->engine->wake_all(q->engine_state);
 }
 
-/* Raises the close mode to `mode` if it is stronger than the one in force.
+/* Raises `forced` to `mode` if it is stronger than the one in force.
  * True when it did. */
 static bool raise_mode(blq *q, enum blq__close_mode mode)
 {
-	int cur = atomic_load_explicit(&q->close_mode, memory_order_acquire);
+	int cur = atomic_load_explicit(&q->forced, memory_order_acquire);
 
 	while (cur < (int)mode)
-		if (atomic_compare_exchange_weak_explicit(&q->close_mode, &cur, (int)mode,
-							  memory_order_acq_rel,
+		if (atomic_compare_exchange_weak_explicit(&q->forced, &cur, (int)mode,
+							  memory_order_seq_cst,
 							  memory_order_acquire))
 			return true;
 	return false;
@@ -73,17 +74,16 @@ static void begin_close(blq *q, enum blq__close_mode mode)
 	if (first)
 		q->state = BLQ__CLOSING;
 	pthread_mutex_unlock(&q->mu);
-	stronger = raise_mode(q, mode);
 
 	/* seq_cst: pairs with the producers' `entered` increment (enqueue.c). */
 	atomic_store_explicit(&q->closed, 1, memory_order_seq_cst);
 	/* Closing implies resuming: the drain needs the workers. */
 	atomic_store_explicit(&q->paused, 0, memory_order_seq_cst);
+	/* `forced` before any token: a worker that sees its token raised and
+	 * returns must find the queue dropping, or it takes one more item (it
+	 * did, under TSan's slower stores). */
+	stronger = raise_mode(q, mode);
 	if (mode >= BLQ__CLOSE_SOFT) {
-		/* `forced` before any token: a worker that sees its token
-		 * raised and returns must find the queue dropping, or it takes
-		 * one more item (it did, under TSan's slower stores). */
-		atomic_store_explicit(&q->forced, 1, memory_order_seq_cst);
 		if (mode == BLQ__CLOSE_HARD)
 			for (unsigned i = 0; i < q->nworkers; i++)
 				atomic_store_explicit(&q->workers[i].task.cancelled, 1,
@@ -154,8 +154,7 @@ static void sweep(blq *q)
 		blq__log(q, q->leaky ? BLQ_LOG_INFO : BLQ_LOG_WARN,
 			 "queue %s: %llu items left at %s close %s", q->name,
 			 (unsigned long long)n,
-			 atomic_load_explicit(&q->close_mode, memory_order_acquire) ==
-					 BLQ__CLOSE_HARD
+			 atomic_load_explicit(&q->forced, memory_order_acquire) == BLQ__CLOSE_HARD
 				 ? "force"
 				 : "soft",
 			 q->leaky ? "went to the DLQ" : "were lost");

@@ -127,10 +127,10 @@ enum blq__state {
 	BLQ__CLOSED,  /* threads joined, leftovers swept, counters final */
 };
 
-/* How a close treats the queue's items (close.c; the table in queue.h). */
+/* How a close treats the queue's items (close.c; the table in queue.h),
+ * ordered by strength: the values of q->forced. */
 enum blq__close_mode {
-	BLQ__CLOSE_NONE,
-	BLQ__CLOSE_LIGHT, /* drain everything */
+	BLQ__CLOSE_LIGHT, /* drain everything (or not closing at all) */
 	BLQ__CLOSE_SOFT,  /* running items finish; the rest is abandoned */
 	BLQ__CLOSE_HARD,  /* as Soft, and the running items are cancelled */
 };
@@ -193,10 +193,11 @@ struct blq {
 	 * pause, the balancer). seq_cst where the close protocol pairs them
 	 * with the producers' counts (enqueue.c); relaxed otherwise. -- */
 	alignas(BLQ__CACHELINE) _Atomic int closed;
-	/* Dropping: a Soft or Hard close (close.c) raised it; workers take
-	 * no more items and what is queued or timer-held is abandoned. */
+	/* The strongest dropping close so far (enum blq__close_mode): 0
+	 * until a Soft or Hard close (close.c) raises it; from then on
+	 * workers take no more items and what is queued or timer-held is
+	 * abandoned. Readers that only ask "dropping?" test it for non-zero. */
 	_Atomic int forced;
-	_Atomic int close_mode; /* enum blq__close_mode, the strongest so far */
 	_Atomic int paused;
 	_Atomic unsigned n_active; /* workers in BLQ__W_ACTIVE */
 	_Atomic int throttled;     /* the queue was full at the last look */

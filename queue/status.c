@@ -28,7 +28,7 @@ static size_t room(size_t len, int n)
 
 static const char *state_name(const blq *q)
 {
-	int mode = atomic_load_explicit(&q->close_mode, memory_order_relaxed);
+	int mode = atomic_load_explicit(&q->forced, memory_order_relaxed);
 
 	if (mode == BLQ__CLOSE_HARD)
 		return "force-closing";

@@ -78,7 +78,8 @@ typedef struct blq__port {
 	 * from when it finds no room until it gets in or gives up. */
 	_Atomic unsigned *blocked;
 	const _Atomic int *closed; /* raised (seq_cst) by every close */
-	const _Atomic int *forced; /* raised by a force close, before `closed` */
+	const _Atomic int *forced; /* non-zero once a Soft or Hard close drops the
+				    * queue (raised after `closed`) */
 	blq__ec *items; /* workers sleep here while the rings are empty */
 	blq__ec *space; /* threads that wait for ring room; workers notify it
 			 * when the rings have drained to half */
