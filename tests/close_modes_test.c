@@ -119,6 +119,14 @@ static void *run_closer(void *p)
 	return NULL;
 }
 
+/* Runs c's close on a thread of its own and waits until the queue reports
+ * `state` (the close has begun). */
+#define START_CLOSER(t, c, state)                                                                  \
+	do {                                                                                       \
+		pthread_create(&(t), NULL, run_closer, &(c));                                      \
+		cr_assert(TU_WAIT_FOR(state_is((c).q, (state)), 2000), "never %s", (state));       \
+	} while (0)
+
 TestSuite(close_modes, .timeout = 30);
 
 /* Soft without a DLQ: the running item finishes with its token down and
@@ -133,8 +141,7 @@ Test(close_modes, soft_finishes_the_running_item_and_drops_the_rest)
 
 	closer cl = {.q = q, .fn = blq_close_soft};
 	pthread_t t;
-	pthread_create(&t, NULL, run_closer, &cl);
-	cr_assert(TU_WAIT_FOR(state_is(q, "soft-closing"), 2000));
+	START_CLOSER(t, cl, "soft-closing");
 	tu_item *late = tu_item_new(9);
 	cr_expect_eq(blq_try_enqueue(q, late), BLQ_ECLOSED, "a soft close refuses new items");
 	tu_item_free(late);
@@ -174,8 +181,7 @@ Test(close_modes, soft_hands_the_queued_and_delayed_to_the_dlq)
 
 	closer cl = {.q = q, .fn = blq_close_soft};
 	pthread_t t;
-	pthread_create(&t, NULL, run_closer, &cl);
-	cr_assert(TU_WAIT_FOR(state_is(q, "soft-closing"), 2000));
+	START_CLOSER(t, cl, "soft-closing");
 	tu_gate_open(&w->gate);
 	pthread_join(t, NULL);
 	cr_expect_eq(cl.rc, 0);
@@ -216,8 +222,7 @@ Test(close_modes, soft_does_not_retry_a_failing_running_item)
 
 	closer cl = {.q = q, .fn = blq_close_soft};
 	pthread_t t;
-	pthread_create(&t, NULL, run_closer, &cl);
-	cr_assert(TU_WAIT_FOR(state_is(q, "soft-closing"), 2000));
+	START_CLOSER(t, cl, "soft-closing");
 	tu_gate_open(&w->gate);
 	pthread_join(t, NULL);
 	struct blq_stats s = stats(q);
@@ -306,8 +311,7 @@ Test(close_modes, light_then_soft_drops_what_the_light_close_would_drain)
 
 	closer light = {.q = q, .fn = blq_close};
 	pthread_t t;
-	pthread_create(&t, NULL, run_closer, &light);
-	cr_assert(TU_WAIT_FOR(state_is(q, "closing"), 2000));
+	START_CLOSER(t, light, "closing");
 	opener o = {.q = q, .w = w, .state = "soft-closing"};
 	pthread_t g;
 	pthread_create(&g, NULL, open_when, &o);
@@ -336,8 +340,7 @@ Test(close_modes, soft_then_hard_cancels_the_running_item)
 
 	closer soft = {.q = q, .fn = blq_close_soft};
 	pthread_t t;
-	pthread_create(&t, NULL, run_closer, &soft);
-	cr_assert(TU_WAIT_FOR(state_is(q, "soft-closing"), 2000));
+	START_CLOSER(t, soft, "soft-closing");
 	tu_sleep_us(20000);
 	cr_expect_eq(atomic_load(&soft.done), 0);
 	cr_expect_eq(atomic_load(&w->cancelled_at_end), 0, "a soft close raised the token");
