@@ -201,6 +201,8 @@ static void gauge_families(out *o, const blq_prom *r)
 		{"queue_workers_busy", "Workers inside their callback."},
 		{"queue_workers_overrunning", "Workers still inside a callback past its time limit."},
 		{"queue_producers_blocked", "Producers waiting for room on a full queue."},
+		{"queue_workers_stuck",
+		 "Threads given up inside a callback (past its time limit, or a close's) not yet returned."},
 	};
 	char lbl[NAME_MAX_LEN * 2 + 1];
 
@@ -218,7 +220,8 @@ static void gauge_families(out *o, const blq_prom *r)
 				     : k == 4 ? st.workers_idle
 				     : k == 5 ? st.workers_busy
 				     : k == 6 ? st.workers_overrunning
-						: st.producers_blocked;
+				     : k == 7 ? st.producers_blocked
+						: st.workers_stuck;
 			blq__prom_escape(lbl, sizeof(lbl), s->name);
 			blq__prom_emit(o, "%s{queue=\"%s\"} %llu\n", g[k].name, lbl, (unsigned long long)v);
 		}

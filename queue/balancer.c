@@ -90,7 +90,7 @@ static void tally(const blq *q, unsigned *active, unsigned *asleep)
 {
 	unsigned a = 0, s = 0;
 
-	for (unsigned i = 0; i < q->nworkers; i++) {
+	for (unsigned i = 0; i < q->nslots; i++) {
 		const blq__worker *w = &q->workers[i];
 		int st = atomic_load_explicit(&w->state, memory_order_acquire);
 		int cmd = atomic_load_explicit(&w->cmd, memory_order_acquire);
@@ -110,7 +110,7 @@ static void tally(const blq *q, unsigned *active, unsigned *asleep)
  * threads. Caller holds pool_mu. */
 static void grow(blq *q, unsigned active, unsigned want)
 {
-	for (unsigned i = 0; i < q->nworkers && active < want; i++) {
+	for (unsigned i = 0; i < q->nslots && active < want; i++) {
 		blq__worker *w = &q->workers[i];
 
 		if (atomic_load_explicit(&w->cmd, memory_order_acquire) == BLQ__CMD_SLEEP &&
@@ -119,7 +119,7 @@ static void grow(blq *q, unsigned active, unsigned want)
 			active++;
 		}
 	}
-	for (unsigned i = 0; i < q->nworkers && active < want; i++) {
+	for (unsigned i = 0; i < q->nslots && active < want; i++) {
 		blq__worker *w = &q->workers[i];
 
 		if (atomic_load_explicit(&w->state, memory_order_acquire) == BLQ__W_IDLE &&
@@ -132,7 +132,7 @@ static void grow(blq *q, unsigned active, unsigned want)
  * index first. Caller holds pool_mu. */
 static void shrink(blq *q, unsigned active, unsigned keep, bool stop)
 {
-	for (unsigned i = q->nworkers; i-- > 0 && active > keep;) {
+	for (unsigned i = q->nslots; i-- > 0 && active > keep;) {
 		blq__worker *w = &q->workers[i];
 
 		if (atomic_load_explicit(&w->state, memory_order_acquire) == BLQ__W_IDLE ||
@@ -179,7 +179,7 @@ static double busy_since_last_beat(blq *q, uint64_t now, uint64_t elapsed)
 {
 	double busy = 0;
 
-	for (unsigned i = 0; i < q->nworkers; i++) {
+	for (unsigned i = 0; i < q->nslots; i++) {
 		blq__worker *w = &q->workers[i];
 		uint64_t total = blq__idle_clock_read(&w->idle_clock, now);
 		uint64_t d = total > w->hb_wait ? total - w->hb_wait : 0;
@@ -222,7 +222,7 @@ static void reap_sleepers(blq *q, const blq__bounds *b, uint64_t now)
 	unsigned active, asleep;
 
 	tally(q, &active, &asleep);
-	for (unsigned i = q->nworkers; i-- > 0;) {
+	for (unsigned i = q->nslots; i-- > 0;) {
 		blq__worker *w = &q->workers[i];
 
 		if (atomic_load_explicit(&w->cmd, memory_order_acquire) != BLQ__CMD_SLEEP ||
@@ -332,7 +332,7 @@ void blq__balance_on_close(blq *q)
 	tally(q, &active, &asleep);
 	/* Asleep workers help drain; with none at all, start one if items
 	 * wait (workers_min 0). */
-	for (unsigned i = 0; i < q->nworkers; i++) {
+	for (unsigned i = 0; i < q->nslots; i++) {
 		blq__worker *w = &q->workers[i];
 
 		if (atomic_load_explicit(&w->cmd, memory_order_acquire) == BLQ__CMD_SLEEP)

@@ -39,6 +39,10 @@
 
 #include "internal.h"
 
+/* What a close past its limit gives the running callbacks to see their
+ * raised token and return, before it leaves them running. */
+#define BLQ__CLOSE_GRACE_NS 2000000ull
+
 void blq__wake_all(blq *q)
 {
 	blq__ec_notify(&q->items_ec, 0);
@@ -85,10 +89,10 @@ static void begin_close(blq *q, enum blq__close_mode mode)
 	stronger = raise_mode(q, mode);
 	if (mode >= BLQ__CLOSE_SOFT) {
 		if (mode == BLQ__CLOSE_HARD)
-			for (unsigned i = 0; i < q->nworkers; i++)
+			for (unsigned i = 0; i < q->nslots; i++)
 				atomic_store_explicit(&q->workers[i].task.cancelled, 1,
 						      memory_order_release);
-		for (unsigned i = 0; i < q->nworkers; i++)
+		for (unsigned i = 0; i < q->nslots; i++)
 			blq__ec_notify(&q->workers[i].park, 0);
 	} else if (q->balanced) {
 		blq__balance_on_close(q);
@@ -103,9 +107,10 @@ static void begin_close(blq *q, enum blq__close_mode mode)
 		blq__log(q, BLQ_LOG_INFO, "queue %s: force close", q->name);
 }
 
-/* Waits until every worker exited, or until abs_ns on CLOCK_MONOTONIC
- * (0 = no limit). True when they all exited. */
-static bool wait_workers(blq *q, uint64_t abs_ns)
+/* Waits until every worker thread exited (but the detached ones, when
+ * `leave_detached`: given up inside a callback, watchdog.c), or until
+ * abs_ns on CLOCK_MONOTONIC (0 = no limit). True when they did. */
+static bool wait_workers(blq *q, uint64_t abs_ns, bool leave_detached)
 {
 	struct timespec ts = {
 		.tv_sec = (time_t)(abs_ns / 1000000000u),
@@ -114,15 +119,36 @@ static bool wait_workers(blq *q, uint64_t abs_ns)
 	bool done;
 
 	pthread_mutex_lock(&q->mu);
-	while (q->alive > 0) {
+	for (;;) {
+		unsigned left = leave_detached ? atomic_load_explicit(&q->detached,
+								      memory_order_relaxed)
+					       : 0;
+		if (q->alive <= left)
+			break;
 		if (abs_ns == 0)
 			pthread_cond_wait(&q->cond, &q->mu);
 		else if (pthread_cond_timedwait(&q->cond, &q->mu, &ts) == ETIMEDOUT)
 			break;
 	}
-	done = q->alive == 0;
+	done = q->alive <= (leave_detached ? atomic_load_explicit(&q->detached,
+								  memory_order_relaxed)
+					   : 0);
 	pthread_mutex_unlock(&q->mu);
 	return done;
+}
+
+/* A close past its time limit, now Hard: the callbacks that look at their
+ * token get BLQ__CLOSE_GRACE_NS to return; the others are given up and
+ * left running (blq_free waits for them), looking again every grace in
+ * case a worker started one more callback on its way out. The threads
+ * not inside a callback exit at once (forced). */
+static void leave_stuck(blq *q)
+{
+	if (wait_workers(q, blq__deadline_after(BLQ__CLOSE_GRACE_NS), false))
+		return;
+	do
+		blq__give_up_running(q);
+	while (!wait_workers(q, blq__deadline_after(BLQ__CLOSE_GRACE_NS), true));
 }
 
 static void wait_producers(blq *q)
@@ -176,22 +202,24 @@ static bool finish(blq *q, uint64_t abs_ns)
 	q->finishing = true;
 	pthread_mutex_unlock(&q->mu);
 
-	wait_workers(q, 0);
+	/* Dropping: the threads given up inside a callback are left. */
+	wait_workers(q, 0, atomic_load_explicit(&q->forced, memory_order_acquire) != 0);
 	wait_producers(q);
 	/* Graceful: an item may have arrived after the last worker left (a
 	 * balanced pool with workers_min 0, or a slot that was stopping).
 	 * Every thread has exited now, so a slot is free: start one to drain. */
 	while (!atomic_load_explicit(&q->forced, memory_order_acquire) && blq_size(q) > 0) {
 		blq__pool_rescue(q);
-		if (!wait_workers(q, abs_ns)) {
+		if (!wait_workers(q, abs_ns, false)) {
 			begin_close(q, BLQ__CLOSE_HARD);
 			timed_out = true;
-			wait_workers(q, 0);
+			leave_stuck(q);
 		}
 	}
 	/* A producer that was still in flight may have started a worker for
 	 * its item (workers_min 0); joining waits for it to drain and exit. */
 	blq__pool_join_all(q);
+	blq__watchdog_stop(q);
 	blq__balancer_stop(q);
 	/* Graceful: the workers exited, so the timer and the sub-queues are
 	 * empty (they wait for staged items). Forced: they stop now; the
@@ -223,9 +251,10 @@ static int close_in(blq *q, enum blq__close_mode mode, uint64_t timeout_ns)
 	if (blq__is_own_worker(q))
 		return 0;
 	uint64_t abs_ns = mode == BLQ__CLOSE_HARD ? 0 : blq__deadline_after(timeout_ns);
-	if (mode != BLQ__CLOSE_HARD && !wait_workers(q, abs_ns)) {
+	if (mode != BLQ__CLOSE_HARD && !wait_workers(q, abs_ns, false)) {
 		begin_close(q, BLQ__CLOSE_HARD);
 		rc = BLQ_ETIMEDOUT;
+		leave_stuck(q);
 	}
 	if (finish(q, abs_ns))
 		rc = BLQ_ETIMEDOUT;

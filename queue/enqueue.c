@@ -31,7 +31,7 @@
  * address of a thread-local to spread them over the producer cells. */
 blq__cell *blq__producer_cell(blq *q)
 {
-	return &q->cells[q->nworkers + blq__thread_cell(BLQ__PRODUCER_CELLS)];
+	return &q->cells[q->nslots + blq__thread_cell(BLQ__PRODUCER_CELLS)];
 }
 
 int64_t blq__inflight(const blq *q)

@@ -66,21 +66,37 @@ struct blq_task {
 	blq *queue;
 	uint64_t enq_ns;
 	uint64_t timeout_at; /* on the queue's clock; 0 = no timeout */
-	/* blq_task_cancelled/_timed_out told the worker the timeout passed:
-	 * from then on the attempt has failed, whatever it returns, and the
-	 * queue keeps the payload. Atomic: async_chain helpers may ask too. */
-	_Atomic int timeout_seen;
+	/* The timeout token (enum blq__token): raised when the worker was
+	 * told the limit passed (blq_task_cancelled/_timed_out) or the
+	 * watchdog gave the attempt up; from then on the attempt has failed,
+	 * whatever it returns, and the queue keeps the payload. Claimed when
+	 * the worker took the payload first (blq_task_claim). Atomic: the
+	 * watchdog and async_chain helpers change it too. */
+	_Atomic int token;
 	uint32_t attempt;
 	unsigned worker;
 	_Atomic int cancelled; /* raised by a force close */
 };
 
-/* A worker slot's thread, as the worker itself reports it. */
+enum blq__token {
+	BLQ__TOKEN_DOWN = 0,
+	BLQ__TOKEN_RAISED,  /* timed out: the attempt failed, the queue keeps the payload */
+	BLQ__TOKEN_CLAIMED, /* the worker took the payload before any raise */
+};
+
+/* A worker slot's thread, as the worker itself reports it (and the
+ * watchdog, which moves an ACTIVE thread to DETACHED). */
 enum blq__wstate {
 	BLQ__W_IDLE = 0, /* no thread */
 	BLQ__W_ACTIVE,   /* taking items */
 	BLQ__W_ASLEEP,   /* parked by the balancer, thread kept */
+	BLQ__W_DETACHED, /* given up inside a callback: ends after its item */
 };
+
+/* In busy_until: the watchdog (or a close past its limit) gave the
+ * running attempt up. Clock values stay below it. */
+#define BLQ__BUSY_GIVEN_UP (1ull << 63)
+#define BLQ__BUSY_NO_LIMIT (BLQ__BUSY_GIVEN_UP - 1)
 
 /* What the balancer asks of a worker; read by the worker between items. */
 enum blq__wcmd {
@@ -96,9 +112,11 @@ typedef struct blq__worker {
 	struct blq_task task;
 	_Atomic int cmd;   /* enum blq__wcmd; written by the balancer */
 	/* Inside the callback: 0 when not; else the attempt's time limit on
-	 * the queue's clock (UINT64_MAX: none), so blq_stats tells busy and
-	 * overrunning workers from one word the worker writes twice per
-	 * attempt on its own line. */
+	 * the queue's clock (BLQ__BUSY_NO_LIMIT: none), with
+	 * BLQ__BUSY_GIVEN_UP set once the watchdog or a close gave it up, so
+	 * blq_stats tells busy and overrunning workers, and the watchdog
+	 * finds its work, from one word the worker writes twice per attempt
+	 * on its own line. */
 	_Atomic uint64_t busy_until;
 	_Atomic int state; /* enum blq__wstate */
 	/* Time spent blocked on an empty queue while active, for the
@@ -114,6 +132,7 @@ typedef struct blq__worker {
 	/* Below: under q->pool_mu. */
 	pthread_t thread;
 	bool joinable;    /* a thread was created and not yet joined */
+	bool detached;    /* under q->mu: its thread was given up and runs on */
 	uint64_t hb_wait; /* the idle total seen at the last heartbeat */
 	/* The clock when the worker's last item ended, while it goes
 	 * straight on to the next one (0 once it had to look again or wait):
@@ -221,8 +240,12 @@ struct blq {
 	 * a line of its own, away from `staged`. The cells' and workers'
 	 * own fields follow their own rules (blq__cell, blq__worker). -- */
 	alignas(BLQ__CACHELINE) unsigned nworkers; /* thread ceiling: max workers_max of config and schedule */
+	/* Worker slots: the ceiling's, and as many spares, where the
+	 * watchdog starts the replacements of threads it gave up. Every walk
+	 * over the workers goes to nslots. */
+	unsigned nslots;
 	blq__worker *workers;
-	unsigned ncells; /* nworkers + BLQ__PRODUCER_CELLS + 1 (closer) */
+	unsigned ncells; /* nslots + BLQ__PRODUCER_CELLS + 1 (closer) */
 	blq__cell *cells;
 
 	/* -- Under pool_mu: the balancer's state. Lock order: pool_mu
@@ -239,10 +262,25 @@ struct blq {
 	/* -- The timer: its own mutex and atomics (timer.h). -- */
 	blq__timer timer; /* delays and retry backoff (timer.c) */
 
+	/* -- The watchdog (watchdog.c): started once, by the first attempt
+	 * with a time limit (wd_started, a compare-and-swap); it sleeps on
+	 * wd_ec until wd_next, its next look on the queue's clock
+	 * (UINT64_MAX: none planned), which a worker with an earlier limit
+	 * reads to know it must wake it. -- */
+	alignas(BLQ__CACHELINE) _Atomic uint64_t wd_next;
+	_Atomic int wd_started;
+	_Atomic int wd_stop;
+	bool wd_joinable; /* under pool_mu */
+	blq__ec wd_ec;
+	pthread_t wd_thread;
+
 	/* -- Under mu: the close state machine and the worker exits. -- */
 	pthread_mutex_t mu;
 	pthread_cond_t cond;      /* signalled when alive or state change */
 	unsigned alive;           /* worker threads not yet exited */
+	/* Of them, given up inside a callback (watchdog.c): they end their
+	 * item and exit; written under mu, read by blq_stats without it. */
+	_Atomic unsigned detached;
 	enum blq__state state;
 	bool finishing;           /* someone is joining and sweeping */
 };
@@ -330,7 +368,7 @@ int blq__timer_add(blq *q, const blq__item *it, uint64_t now, uint64_t delay,
 /* Takes a place in the timer's count unless timer_capacity is reached
  * (never above it, even for a moment). Any thread. */
 bool blq__timer_reserve(blq__timer *t);
-void blq__timer_kick(blq *q);  /* look at the clock now (tests, close) */
+void blq__timer_kick(blq *q);  /* the timer and the watchdog look at the clock now (tests, close) */
 /* A worker that retried with a delay, at `now` (its clock read for it):
  * when the timer's head is past due, moves the due items into the due
  * ring itself, if the timer's mutex is free (timer.c). Never waits. */
@@ -366,6 +404,16 @@ void blq__pool_join_all(blq *q); /* takes pool_mu itself */
 void blq__pool_rescue(blq *q);   /* start one worker to drain; takes pool_mu */
 void blq__pool_counts(const blq *q, unsigned *active, unsigned *asleep, unsigned *idle);
 
+/* watchdog.c: attempts past their time limit. */
+/* Publishes a running attempt's limit in *busy_until (a worker's) and
+ * makes sure the watchdog looks at it in time (starting it the first
+ * time). */
+void blq__watchdog_arm(blq *q, _Atomic uint64_t *busy_until, uint64_t limit);
+void blq__watchdog_kick(blq *q); /* look now (the caller's clock moved) */
+void blq__watchdog_stop(blq *q); /* after pool_closed: no restart */
+/* A close past its limit: gives up every running callback and detaches
+ * its thread (no replacement). Takes pool_mu. */
+void blq__give_up_running(blq *q);
 
 /* balancer.c */
 int blq__balancer_start(blq *q, blq_error *err);

@@ -55,7 +55,7 @@ int blq__pool_start(blq *q, blq__worker *w)
 void blq__pool_rescue(blq *q)
 {
 	pthread_mutex_lock(&q->pool_mu);
-	for (unsigned i = 0; i < q->nworkers; i++)
+	for (unsigned i = 0; i < q->nslots; i++)
 		if (blq__pool_start(q, &q->workers[i]) == 0)
 			break;
 	pthread_mutex_unlock(&q->pool_mu);
@@ -88,10 +88,15 @@ void blq__pool_join_all(blq *q)
 {
 	pthread_mutex_lock(&q->pool_mu);
 	q->pool_closed = true;
-	for (unsigned i = 0; i < q->nworkers; i++) {
+	for (unsigned i = 0; i < q->nslots; i++) {
 		blq__worker *w = &q->workers[i];
 
-		if (w->joinable) {
+		/* A thread given up inside a callback (watchdog.c) may run
+		 * on for long: joined once it exited (blq_free). */
+		pthread_mutex_lock(&q->mu);
+		bool running_on = w->detached;
+		pthread_mutex_unlock(&q->mu);
+		if (w->joinable && !running_on) {
 			pthread_join(w->thread, NULL);
 			w->joinable = false;
 		}
@@ -103,7 +108,7 @@ void blq__pool_counts(const blq *q, unsigned *active, unsigned *asleep, unsigned
 {
 	unsigned a = 0, s = 0;
 
-	for (unsigned i = 0; i < q->nworkers; i++) {
+	for (unsigned i = 0; i < q->nslots; i++) {
 		int st = atomic_load_explicit(&q->workers[i].state, memory_order_relaxed);
 
 		a += st == BLQ__W_ACTIVE;
@@ -111,5 +116,6 @@ void blq__pool_counts(const blq *q, unsigned *active, unsigned *asleep, unsigned
 	}
 	*active = a;
 	*asleep = s;
-	*idle = q->nworkers - a - s;
+	/* Replacements run in spare slots: idle counts against the ceiling. */
+	*idle = a + s < q->nworkers ? q->nworkers - a - s : 0;
 }

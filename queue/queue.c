@@ -93,15 +93,16 @@ static int alloc_workers(blq *q)
 	q->nworkers = q->cfg.workers_max;
 	if (q->schedule != NULL && blq_schedule_workers_max(q->schedule) > q->nworkers)
 		q->nworkers = blq_schedule_workers_max(q->schedule);
-	q->ncells = q->nworkers + BLQ__PRODUCER_CELLS + 1;
+	q->nslots = 2 * q->nworkers; /* the spares: watchdog.c */
+	q->ncells = q->nslots + BLQ__PRODUCER_CELLS + 1;
 	q->cells = aligned_alloc(BLQ__CACHELINE, sizeof(blq__cell) * q->ncells);
 	/* Aligned like its type (a cache line each): calloc gives 16 bytes. */
-	q->workers = aligned_alloc(BLQ__CACHELINE, sizeof(blq__worker) * q->nworkers);
+	q->workers = aligned_alloc(BLQ__CACHELINE, sizeof(blq__worker) * q->nslots);
 	if (q->cells == NULL || q->workers == NULL)
 		return BLQ_ENOMEM;
 	memset(q->cells, 0, sizeof(blq__cell) * q->ncells);
-	memset(q->workers, 0, sizeof(blq__worker) * q->nworkers);
-	for (unsigned i = 0; i < q->nworkers; i++) {
+	memset(q->workers, 0, sizeof(blq__worker) * q->nslots);
+	for (unsigned i = 0; i < q->nslots; i++) {
 		blq__worker *w = &q->workers[i];
 
 		w->q = q;
@@ -231,7 +232,10 @@ int blq_free(blq *q)
 		return 0;
 	if (blq__is_own_worker(q))
 		return BLQ_EDEADLK;
+	/* Waits for callbacks a close past its limit left running too (the
+	 * join then reaps their threads): nothing is freed under them. */
 	blq_close(q);
+	blq__pool_join_all(q);
 	destroy(q, true);
 	return 0;
 }
@@ -311,14 +315,15 @@ static void busy_counts(const blq *q, unsigned *busy, unsigned *over)
 	uint64_t now = 0;
 
 	*busy = *over = 0;
-	for (unsigned i = 0; i < q->nworkers; i++) {
+	for (unsigned i = 0; i < q->nslots; i++) {
 		uint64_t until = atomic_load_explicit(&q->workers[i].busy_until,
-						      memory_order_relaxed);
+						      memory_order_relaxed) &
+				 ~BLQ__BUSY_GIVEN_UP;
 
 		if (until == 0)
 			continue;
 		(*busy)++;
-		if (until == UINT64_MAX)
+		if (until == BLQ__BUSY_NO_LIMIT)
 			continue;
 		if (now == 0)
 			now = blq__now(q);
@@ -360,6 +365,7 @@ int blq_stats(const blq *q, struct blq_stats *out)
 	out->throttled = atomic_load_explicit(&q->throttled, memory_order_relaxed) != 0 ||
 			 out->producers_blocked > 0;
 	busy_counts(q, &out->workers_busy, &out->workers_overrunning);
+	out->workers_stuck = atomic_load_explicit(&q->detached, memory_order_relaxed);
 	out->paused = atomic_load_explicit(&q->paused, memory_order_relaxed) != 0;
 	blq__bounds b = bounds_in_force(q);
 	out->workers_min = b.min;
@@ -389,20 +395,44 @@ bool blq_task_timed_out(const blq_task *t)
 {
 	if (t == NULL || t->timeout_at == 0)
 		return false;
-	if (atomic_load_explicit(&t->timeout_seen, memory_order_relaxed))
-		return true;
+	/* The task is the queue's own object; only the API is const. */
+	_Atomic int *tok = &((blq_task *)t)->token;
+	int cur = atomic_load_explicit(tok, memory_order_relaxed);
+	if (cur != BLQ__TOKEN_DOWN)
+		return cur == BLQ__TOKEN_RAISED;
 	if (blq__now(t->queue) < t->timeout_at)
 		return false;
-	/* Latched: the worker now knows, so the payload stays with the queue
-	 * (the task is the queue's own object; only the API is const). */
-	atomic_store_explicit(&((blq_task *)t)->timeout_seen, 1, memory_order_relaxed);
-	return true;
+	/* Latched: the worker now knows, so the payload stays with the queue.
+	 * Unless it claimed the payload just now: then the attempt is its. */
+	return atomic_compare_exchange_strong_explicit(tok, &cur, BLQ__TOKEN_RAISED,
+						       memory_order_relaxed, memory_order_relaxed) ||
+	       cur == BLQ__TOKEN_RAISED;
 }
 
 bool blq_task_cancelled(const blq_task *t)
 {
 	return t != NULL && (atomic_load_explicit(&t->cancelled, memory_order_acquire) != 0 ||
 			     blq_task_timed_out(t));
+}
+
+bool blq_task_claim(blq_task *t)
+{
+	/* No limit (or no queue: a worker called directly): nothing can take
+	 * the attempt away. */
+	if (t == NULL || t->timeout_at == 0)
+		return true;
+	const blq__worker *w = (const blq__worker *)((char *)t - offsetof(blq__worker, task));
+	int cur = BLQ__TOKEN_DOWN;
+	/* Given up by the watchdog at the limit: the queue has it. */
+	if ((atomic_load_explicit(&w->busy_until, memory_order_relaxed) & BLQ__BUSY_GIVEN_UP) != 0 &&
+	    blq__now(t->queue) >= t->timeout_at) {
+		atomic_compare_exchange_strong_explicit(&t->token, &cur, BLQ__TOKEN_RAISED,
+							memory_order_relaxed, memory_order_relaxed);
+		return cur == BLQ__TOKEN_CLAIMED;
+	}
+	return atomic_compare_exchange_strong_explicit(&t->token, &cur, BLQ__TOKEN_CLAIMED,
+						       memory_order_relaxed, memory_order_relaxed) ||
+	       cur == BLQ__TOKEN_CLAIMED;
 }
 
 uint64_t blq_task_timeout_at_ns(const blq_task *t)

@@ -250,10 +250,10 @@ static bool drain_inboxes(blq *q)
 	} way[BLQ__TIMER_DRAIN_WAYS];
 	unsigned i = 0;
 
-	while (i < q->nworkers) {
+	while (i < q->nslots) {
 		unsigned n = 0;
 
-		for (; i < q->nworkers && n < BLQ__TIMER_DRAIN_WAYS; i++) {
+		for (; i < q->nslots && n < BLQ__TIMER_DRAIN_WAYS; i++) {
 			blq__inbox *b = blq__inbox_at(q, i);
 			if (b == NULL)
 				continue;
@@ -286,7 +286,7 @@ static bool drain_inboxes(blq *q)
 /* Has an inbox an entry the last drain did not see? */
 static bool inboxes_pending(const blq *q)
 {
-	for (unsigned i = 0; i < q->nworkers; i++) {
+	for (unsigned i = 0; i < q->nslots; i++) {
 		const blq__inbox *b = blq__inbox_at(q, i);
 		if (b != NULL && atomic_load_explicit(&b->head, memory_order_relaxed) !=
 				     atomic_load_explicit(&b->tail, memory_order_acquire))
@@ -569,6 +569,7 @@ void blq__timer_kick(blq *q)
 {
 	blq__timer *t = &q->timer;
 
+	blq__watchdog_kick(q); /* it keeps time on the same clock */
 	if (!t->ready)
 		return;
 	pthread_mutex_lock(&t->mu);
@@ -599,7 +600,7 @@ static uint64_t abandon_inboxes(blq *q, blq__cell *c)
 {
 	uint64_t n = 0;
 
-	for (unsigned i = 0; i < q->nworkers; i++) {
+	for (unsigned i = 0; i < q->nslots; i++) {
 		blq__inbox *b = blq__inbox_at(q, i);
 
 		if (b == NULL)

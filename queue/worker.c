@@ -82,26 +82,41 @@ static void run_item(blq *q, blq__worker *w, blq__item *it)
 	for (;;) {
 		w->task.enq_ns = it->enq_ns;
 		w->task.attempt = it->attempt;
-		/* Items without a timeout read no clock here. */
+		/* Items without a timeout read no clock here, and leave the
+		 * watchdog alone. */
+		uint64_t limit = BLQ__BUSY_NO_LIMIT;
 		if (it->timeout_ns != 0) {
 			uint64_t start = blq__now(q);
 
 			w->task.timeout_at = blq__sat_add(start, it->timeout_ns);
+			if (w->task.timeout_at < BLQ__BUSY_NO_LIMIT)
+				limit = w->task.timeout_at;
 		}
-		atomic_store_explicit(&w->busy_until,
-				      it->timeout_ns != 0 ? w->task.timeout_at : UINT64_MAX,
-				      memory_order_relaxed);
+		if (limit != BLQ__BUSY_NO_LIMIT)
+			blq__watchdog_arm(q, &w->busy_until, limit);
+		else
+			atomic_store_explicit(&w->busy_until, limit, memory_order_relaxed);
 		int rc = q->cfg.worker(q->cfg.worker_ctx, it->payload, &w->task);
-		atomic_store_explicit(&w->busy_until, 0, memory_order_relaxed);
-		/* Timed out: the worker was told (it no longer owns the payload,
-		 * whatever it returned), or it failed past its limit. A worker
-		 * that returns 0 without having been told keeps the payload:
-		 * deciding on the clock here would race with its free. */
-		bool timed_out = w->task.timeout_at != 0 &&
-				 (atomic_load_explicit(&w->task.timeout_seen, memory_order_relaxed) ||
-				  (rc != 0 && blq__now(q) >= w->task.timeout_at));
-		w->task.timeout_at = 0;
-		atomic_store_explicit(&w->task.timeout_seen, 0, memory_order_relaxed);
+		bool timed_out = false;
+		if (w->task.timeout_at != 0) {
+			/* Timed out: the worker was told (it no longer owns the
+			 * payload, whatever it returned), the watchdog gave the
+			 * attempt up past its limit before the worker claimed it
+			 * (blq_task_claim: then the return value decides), or it
+			 * failed past its limit. A worker that returns 0 never
+			 * told nor given up keeps the payload: deciding on the
+			 * clock alone here would race with its free. */
+			uint64_t was = atomic_exchange_explicit(&w->busy_until, 0,
+								memory_order_relaxed);
+			int tok = atomic_exchange_explicit(&w->task.token, BLQ__TOKEN_DOWN,
+							   memory_order_relaxed);
+			bool given_up = (was & BLQ__BUSY_GIVEN_UP) != 0 && tok != BLQ__TOKEN_CLAIMED;
+			timed_out = tok == BLQ__TOKEN_RAISED ||
+				    ((given_up || rc != 0) && blq__now(q) >= w->task.timeout_at);
+			w->task.timeout_at = 0;
+		} else {
+			atomic_store_explicit(&w->busy_until, 0, memory_order_relaxed);
+		}
 		if (__builtin_expect(it->done != NULL, 0))
 			blq__wait_note(it->done, rc, it->attempt);
 		if (m != NULL && m->queue_exec != NULL) {
@@ -351,6 +366,10 @@ void *blq__worker_main(void *arg)
 	set_state(q, w, BLQ__W_IDLE);
 	pthread_mutex_lock(&q->mu);
 	q->alive--;
+	if (w->detached) {
+		w->detached = false;
+		atomic_fetch_sub_explicit(&q->detached, 1, memory_order_relaxed);
+	}
 	pthread_cond_broadcast(&q->cond);
 	pthread_mutex_unlock(&q->mu);
 	return NULL;

@@ -203,13 +203,20 @@ typedef struct blq_config {
 	 * at most. */
 	uint64_t deadline_interval_ns;
 	/* Default run-time limit of one attempt; 0 = none (such items pay
-	 * nothing for the feature). Past it blq_task_cancelled reads true;
-	 * once it has told the worker so, the attempt counts as failed with
-	 * reason timeout whatever the worker returns (retries and fail_to_dlq
-	 * apply), and the queue keeps the payload. A worker that never asks
-	 * fails by timeout only when it returns non-zero past the limit; if
-	 * it returns 0 it processed the item and owns the payload. 1 year at
-	 * most. */
+	 * nothing for the feature). At the limit the queue gives the attempt
+	 * up: blq_task_cancelled reads true, and a watchdog thread (started
+	 * by the first attempt with a limit) detaches the worker's thread and
+	 * starts a replacement, so the pool keeps its size while the late
+	 * callback runs on (at most as many such threads as the pool's
+	 * ceiling, workers or workers_max; past that bound the worker is
+	 * kept and the pool serves with one less until it returns). The
+	 * attempt then counts as failed with reason timeout whatever the
+	 * worker returns (retries and fail_to_dlq apply) and the queue keeps
+	 * the payload: once the limit passed, a worker must not free, keep or
+	 * hand on the payload unless blq_task_claim returned true, and must
+	 * not touch it after blq_task_cancelled read true. A worker that
+	 * returns 0 before the watchdog acted (or after claiming) processed
+	 * the item. 1 year at most. */
 	uint64_t timeout_ns;
 	/* Record each item's enqueue time even when nothing needs it, so
 	 * blq_task_enqueued_ns works (costs one clock read per enqueue). */
@@ -297,6 +304,12 @@ struct blq_stats {
 	unsigned workers_busy;
 	unsigned workers_overrunning;
 	unsigned producers_blocked;
+	/* Threads the queue gave up on inside a callback (at the attempt's
+	 * time limit, or at a close's limit) that have not returned yet: a
+	 * replacement serves in their place. Each holds its item, which
+	 * reaches its outcome when the callback returns (until then it is in
+	 * none of the counters above: the invariant holds once this is 0). */
+	unsigned workers_stuck;
 };
 
 /**
@@ -453,7 +466,17 @@ BLQ_API int blq_status_json(const blq *q, char *buf, size_t len);
  *
  * Every mode returns once the workers have exited and the leftovers are
  * swept: counters are final then (in == processed + failed + leaked +
- * expired + lost). From one of the queue's own workers, any of them starts
+ * expired + lost), but for the callbacks a time limit left running.
+ * The limit holds (+t): at t the close turns Hard, gives the running
+ * callbacks 2 ms to see their raised token and return, then leaves those
+ * that did not running and returns BLQ_ETIMEDOUT (threads the watchdog
+ * gave up at their own time limit are not waited for either, once
+ * dropping). Such callbacks show in blq_stats as workers_stuck; each
+ * item reaches its outcome when its callback returns (Hard rules: the
+ * return value decides; a failure is abandoned), and only then counts.
+ * blq_free waits for them: nothing is freed under a running callback. Wait
+ * for workers_stuck == 0 before reading final counters. From one of the
+ * queue's own workers, any of them starts
  * the close and returns 0 without waiting (blq_free or a later close
  * finishes). All are idempotent and any thread may call them, concurrently
  * too: every caller returns when the queue is closed. BLQ_EINVAL for NULL.
@@ -468,7 +491,9 @@ BLQ_API int blq_close(blq *q);
 
 /**
  * blq_close_timeout() - Light close that turns into blq_force_close when
- * the drain takes longer than timeout_ns.
+ * the drain takes longer than timeout_ns; returns within a few
+ * milliseconds of timeout_ns even when a callback ignores its token (it
+ * is left running: workers_stuck, see the table above).
  * Return: 0 when drained in time, BLQ_ETIMEDOUT when it had to force (the
  * queue is closed either way), BLQ_EINVAL for NULL.
  */
@@ -486,7 +511,8 @@ BLQ_API int blq_close_soft(blq *q);
 
 /**
  * blq_close_soft_timeout() - blq_close_soft that turns into blq_force_close
- * when the running items take longer than timeout_ns to finish.
+ * when the running items take longer than timeout_ns to finish; the limit
+ * holds as blq_close_timeout's does.
  * Return: 0 when they finished in time, BLQ_ETIMEDOUT when it had to force
  * (the queue is closed either way), BLQ_EINVAL for NULL.
  */
@@ -503,7 +529,10 @@ BLQ_API int blq_force_close(blq *q);
  * blq_free() - close gracefully if still open, join every thread, free the
  * queue. NULL is a no-op. Call it only once every other call on @q (from
  * any thread) has returned: a producer refused by the close may still be
- * inside blq_enqueue when blq_close returns.
+ * inside blq_enqueue when blq_close returns. It blocks until every
+ * callback returned, those a close past its limit or the watchdog left
+ * running too (workers_stuck): their items still reach their outcome, so
+ * the DLQ and the metrics writer must outlive this call.
  * Return: 0; BLQ_EDEADLK when called from one of q's own workers (nothing
  * is freed then).
  */
@@ -582,8 +611,25 @@ BLQ_API unsigned blq_task_worker(const blq_task *t);
 BLQ_API bool blq_task_cancelled(const blq_task *t);
 
 /** blq_task_timed_out() - true once the item ran past its timeout; the
- * same ownership rule as blq_task_cancelled. */
+ * same ownership rule as blq_task_cancelled. False after a successful
+ * blq_task_claim. */
 BLQ_API bool blq_task_timed_out(const blq_task *t);
+
+/**
+ * blq_task_claim() - keep the attempt before consuming the payload (free,
+ * keep, forward) when it has a time limit: past the limit the watchdog
+ * gives the attempt up and the queue takes the payload back (timeout_ns);
+ * this call decides which side has it.
+ * Return: true when the attempt is the worker's: from then on the return
+ * value decides, as without a limit (0: processed, the worker owns the
+ * payload, even past the limit; non-zero: failed, the queue keeps it);
+ * false once the attempt was given up or the worker was told it timed
+ * out: the payload is the queue's, the worker must not touch it and
+ * should return. Always true for an attempt without a limit (and for a
+ * NULL task: a worker called outside a queue). Idempotent.
+ * Thread-safety: any thread, while the worker call runs.
+ */
+BLQ_API bool blq_task_claim(blq_task *t);
 
 /** blq_task_timeout_at_ns() - the attempt's time limit on the queue's
  * clock, or 0 when it has none. */

@@ -110,6 +110,10 @@ static int worker(void *ctx, void *payload, blq_task *task)
 	}
 	if ((unsigned)rand_r(&seed) % 100 < r->fail_pct)
 		return give_back(it, 1);
+	/* Past its limit the watchdog may give the attempt up: claim the
+	 * item before taking it (timeout_ns). */
+	if (!blq_task_claim(task))
+		return give_back(it, rand_r(&seed) % 2); /* given up: not ours either way */
 	atomic_fetch_sub(&it->running, 1);
 	outcome(r, it); /* processed: ours now */
 	return 0;

@@ -1,0 +1,227 @@
+/*
+ * The watchdog: gives up on attempts that run past their time limit, so a
+ * callback that ignores its token costs the pool no worker (seed 000), and
+ * lets a close with a time limit leave the callbacks it cannot wait for.
+ *
+ * Design
+ * - One thread per queue, started by the first attempt that has a time
+ *   limit: a queue without timeouts never has it. Each worker publishes
+ *   its attempt's limit in busy_until (worker.c); the watchdog sleeps until
+ *   the earliest one, or for good while no attempt has a limit: an idle
+ *   queue's watchdog costs no CPU.
+ * - A worker arming an attempt whose limit comes before the watchdog's
+ *   planned look (wd_next) wakes it. While the watchdog scans, wd_next
+ *   reads "none" (UINT64_MAX), so an attempt armed during the scan wakes
+ *   it too (its wait then returns at once): no limit is missed. With
+ *   limits of one length that is the first attempt after a quiet spell;
+ *   otherwise the worker pays one load.
+ * - Giving up: a compare-and-swap sets BLQ__BUSY_GIVEN_UP in the worker's
+ *   busy_until against the exact limit it saw, so a worker that returned
+ *   meanwhile, or went on to another attempt (whose limit is later), is
+ *   left alone. The worker's verdict at its return reads the bit
+ *   (worker.c): the attempt timed out unless it claimed the payload first
+ *   (blq_task_claim). Then, under pool_mu and mu, the thread is detached:
+ *   its slot moves from ACTIVE to DETACHED and is told to stop after this
+ *   item (the thread finishes its item's outcome itself when the callback
+ *   returns), and a new thread starts in an idle slot, so as many workers
+ *   serve the queue as before.
+ * - Bound: the pool has as many spare slots as its ceiling (q->nslots).
+ *   With no idle slot left, the attempt is still given up but the thread
+ *   is kept: the pool serves with one worker less until it returns.
+ * - A dropping close (Soft, Hard) starts no replacement; a close past its
+ *   time limit detaches every running callback (close.c) and does not
+ *   wait for them: blq_free does.
+ * - With the caller's clock (tests) the watchdog cannot sleep until a
+ *   limit on that clock: it looks every BLQ__WD_OWN_CLOCK_POLL_NS and
+ *   when the timer is kicked (as the timer does), and workers do not wake
+ *   it at each attempt.
+ */
+#include <pthread.h>
+
+#include "internal.h"
+
+#define BLQ__WD_OWN_CLOCK_POLL_NS 50000000ull
+
+/* Caller holds pool_mu. An idle slot for a replacement, or NULL. */
+static blq__worker *idle_slot(blq *q)
+{
+	if (q->pool_closed)
+		return NULL;
+	for (unsigned i = 0; i < q->nslots; i++)
+		if (atomic_load_explicit(&q->workers[i].state, memory_order_acquire) == BLQ__W_IDLE)
+			return &q->workers[i];
+	return NULL;
+}
+
+/* Caller holds pool_mu. Moves w's thread from ACTIVE to DETACHED: it
+ * stops after its item, counted in q->detached until it exits. False when
+ * it is not active (it parked or exited since). */
+static bool detach(blq *q, blq__worker *w)
+{
+	int st = BLQ__W_ACTIVE;
+	bool ok;
+
+	pthread_mutex_lock(&q->mu);
+	ok = atomic_compare_exchange_strong_explicit(&w->state, &st, BLQ__W_DETACHED,
+						     memory_order_acq_rel, memory_order_acquire);
+	if (ok) {
+		atomic_fetch_sub_explicit(&q->n_active, 1, memory_order_acq_rel);
+		w->detached = true;
+		atomic_fetch_add_explicit(&q->detached, 1, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&q->mu);
+	if (ok)
+		atomic_store_explicit(&w->cmd, BLQ__CMD_STOP, memory_order_release);
+	return ok;
+}
+
+/* Marks the attempt w runs (its busy word read as `seen`) given up.
+ * False when w has moved on. */
+static bool mark(blq__worker *w, uint64_t seen)
+{
+	return (seen & BLQ__BUSY_GIVEN_UP) != 0 ||
+	       atomic_compare_exchange_strong_explicit(&w->busy_until, &seen,
+						       seen | BLQ__BUSY_GIVEN_UP,
+						       memory_order_seq_cst, memory_order_relaxed);
+}
+
+/* An attempt past its limit: give it up, detach its thread and start a
+ * replacement (not when the queue is dropping). */
+static void give_up_late(blq *q, blq__worker *w, uint64_t seen)
+{
+	if (!mark(w, seen))
+		return;
+	bool replaced = false;
+	pthread_mutex_lock(&q->pool_mu);
+	blq__worker *spare = atomic_load_explicit(&q->forced, memory_order_acquire) != 0
+				     ? NULL
+				     : idle_slot(q);
+	if (spare != NULL && detach(q, w))
+		replaced = blq__pool_start(q, spare) == 0;
+	pthread_mutex_unlock(&q->pool_mu);
+	if (replaced)
+		blq__log(q, BLQ_LOG_WARN,
+			 "queue %s: worker %u ran past its time limit; worker %u took its place",
+			 q->name, w->index, spare->index);
+	else
+		blq__log(q, BLQ_LOG_WARN,
+			 "queue %s: worker %u ran past its time limit; no spare slot for a "
+			 "replacement",
+			 q->name, w->index);
+}
+
+/* Gives up every attempt past its limit; returns the earliest limit still
+ * ahead (UINT64_MAX: none). */
+static uint64_t scan(blq *q, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+
+	for (unsigned i = 0; i < q->nslots; i++) {
+		blq__worker *w = &q->workers[i];
+		uint64_t v = atomic_load_explicit(&w->busy_until, memory_order_seq_cst);
+
+		if (v == 0 || v == BLQ__BUSY_NO_LIMIT || (v & BLQ__BUSY_GIVEN_UP) != 0)
+			continue;
+		if (v > now) {
+			next = v < next ? v : next;
+			continue;
+		}
+		give_up_late(q, w, v);
+	}
+	return next;
+}
+
+static void *watchdog_main(void *arg)
+{
+	blq *q = arg;
+
+	pthread_setname_np(pthread_self(), "blq-watchdog");
+	for (;;) {
+		uint32_t snap = blq__ec_prepare(&q->wd_ec);
+
+		if (atomic_load_explicit(&q->wd_stop, memory_order_acquire)) {
+			blq__ec_cancel(&q->wd_ec);
+			break;
+		}
+		atomic_store_explicit(&q->wd_next, UINT64_MAX, memory_order_seq_cst);
+		uint64_t now = blq__now(q);
+		uint64_t next = scan(q, now);
+		atomic_store_explicit(&q->wd_next, next, memory_order_seq_cst);
+		uint64_t wait = next == UINT64_MAX ? UINT64_MAX : next - now;
+		if (q->own_clock && wait > BLQ__WD_OWN_CLOCK_POLL_NS)
+			wait = BLQ__WD_OWN_CLOCK_POLL_NS;
+		blq__ec_wait(&q->wd_ec, snap, blq__deadline_after(wait));
+	}
+	return NULL;
+}
+
+/* The first attempt with a limit starts the thread (not once the pool is
+ * closed: a close in progress needs no watchdog). */
+static void start(blq *q)
+{
+	int zero = 0;
+
+	if (!atomic_compare_exchange_strong_explicit(&q->wd_started, &zero, 1,
+						     memory_order_acq_rel, memory_order_acquire))
+		return;
+	pthread_mutex_lock(&q->pool_mu);
+	if (!q->pool_closed) {
+		int e = blq__thread_create(&q->wd_thread, watchdog_main, q);
+
+		q->wd_joinable = e == 0;
+		if (e != 0)
+			blq__log(q, BLQ_LOG_ERROR,
+				 "queue %s: cannot start the watchdog (error %d): time limits "
+				 "only reach callbacks that poll their token",
+				 q->name, e);
+	}
+	pthread_mutex_unlock(&q->pool_mu);
+}
+
+void blq__watchdog_arm(blq *q, _Atomic uint64_t *busy_until, uint64_t limit)
+{
+	/* seq_cst store, then the load of wd_next: with the watchdog's store
+	 * of wd_next and its scan, one of the two sees the other. */
+	atomic_store_explicit(busy_until, limit, memory_order_seq_cst);
+	if (__builtin_expect(!atomic_load_explicit(&q->wd_started, memory_order_relaxed), 0)) {
+		start(q);
+		return;
+	}
+	if (!q->own_clock && limit < atomic_load_explicit(&q->wd_next, memory_order_seq_cst))
+		blq__ec_notify(&q->wd_ec, 0);
+}
+
+void blq__watchdog_kick(blq *q)
+{
+	blq__ec_notify(&q->wd_ec, 0);
+}
+
+void blq__give_up_running(blq *q)
+{
+	pthread_mutex_lock(&q->pool_mu);
+	for (unsigned i = 0; i < q->nslots; i++) {
+		blq__worker *w = &q->workers[i];
+		uint64_t v = atomic_load_explicit(&w->busy_until, memory_order_seq_cst);
+
+		if (v != 0 && mark(w, v) && detach(q, w))
+			blq__log(q, BLQ_LOG_WARN,
+				 "queue %s: close past its time limit: worker %u is still inside "
+				 "its callback; left running (blq_free waits for it)",
+				 q->name, w->index);
+	}
+	pthread_mutex_unlock(&q->pool_mu);
+}
+
+void blq__watchdog_stop(blq *q)
+{
+	bool join;
+
+	pthread_mutex_lock(&q->pool_mu);
+	join = q->wd_joinable;
+	q->wd_joinable = false;
+	pthread_mutex_unlock(&q->pool_mu);
+	atomic_store_explicit(&q->wd_stop, 1, memory_order_release);
+	blq__ec_notify(&q->wd_ec, 0);
+	if (join)
+		pthread_join(q->wd_thread, NULL);
+}
