@@ -87,7 +87,7 @@ char *demo_stage_final_json(demo_stage *s, bool *balanced)
 	*balanced = false;
 	if (s->q == NULL || blq_stats(s->q, &st) != 0)
 		return NULL;
-	uint64_t out = st.processed + st.failed + st.leaked + st.expired + st.lost;
+	uint64_t out = st.processed + st.failed + st.leaked + st.expired + st.lost + st.cancelled;
 	*balanced = st.in == out && st.size == 0;
 	if (s->dump != NULL) {
 		/* Leaked counts what the dump accepted; what it then dropped at
@@ -96,10 +96,11 @@ char *demo_stage_final_json(demo_stage *s, bool *balanced)
 		*balanced = *balanced && blq_dump_stats(s->dump, &ds) == 0 && ds.dropped == 0 &&
 			    ds.buffered == 0;
 	}
-	json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b}", "in", (json_int_t)st.in,
-			      "processed", (json_int_t)st.processed, "failed",
+	json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b}", "in",
+			      (json_int_t)st.in, "processed", (json_int_t)st.processed, "failed",
 			      (json_int_t)st.failed, "leaked", (json_int_t)st.leaked, "expired",
-			      (json_int_t)st.expired, "lost", (json_int_t)st.lost, "retried",
+			      (json_int_t)st.expired, "lost", (json_int_t)st.lost, "cancelled",
+			      (json_int_t)st.cancelled, "retried",
 			      (json_int_t)st.retried, "timed_out", (json_int_t)st.timed_out,
 			      "size", (json_int_t)st.size, "balanced", *balanced);
 	return with_dump_text(s, o);
@@ -133,17 +134,21 @@ char *demo_stage_stats_json(demo_stage *s, bool stopping)
 	demo_stage_producers(s, &active, &max);
 	json_t *o = json_pack(
 		"{s:s,s:I,s:b,s:f,s:I,s:I,s:f,s:f,s:f,s:i,s:b,"
-		"s:{s:i,s:i,s:i,s:i,s:i},s:{s:i,s:i,s:i},"
-		"s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",
+		"s:{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i},s:{s:i,s:i,s:i},s:i,"
+		"s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",
 		"key", s->key, "instance", (json_int_t)s->instance, "stopping", stopping, "t", (double)now.tv_sec + now.tv_nsec / 1e9,
 		"capacity", (json_int_t)st.capacity, "size", (json_int_t)st.size, "rate",
 		blq_rate(s->q), "wakeup_factor", st.wakeup_factor, "sleep_factor", st.sleep_factor,
 		"schedule_range", st.schedule_range, "throttled", st.throttled,
 		"workers", "active", (int)st.workers_active, "asleep", (int)st.workers_asleep, "idle",
-		(int)st.workers_idle, "min", (int)st.workers_min, "max", (int)st.workers_max,
+		(int)st.workers_idle, "min", (int)st.workers_min, "max", (int)st.workers_max, "busy",
+		(int)st.workers_busy, "overrunning", (int)st.workers_overrunning, "stuck",
+		(int)st.workers_stuck,
 		"producers", "active", (int)active, "min", (int)s->spec.producers_min, "max", (int)max,
+		"producers_blocked", (int)st.producers_blocked,
 		"counters", "in", (json_int_t)st.in, "processed", (json_int_t)st.processed, "failed",
 		(json_int_t)st.failed, "leaked", (json_int_t)st.leaked, "lost", (json_int_t)st.lost,
+		"cancelled", (json_int_t)st.cancelled,
 		"expired", (json_int_t)st.expired, "leaked_deadline",
 		(json_int_t)st.leaked_deadline, "retried", (json_int_t)st.retried, "timed_out",
 		(json_int_t)st.timed_out, "delayed", (json_int_t)st.delayed);

@@ -27,9 +27,14 @@ static const char *level_name(int level)
 	}
 }
 
+/* Room for the longest lines (a demo queue's final accounting with its
+ * dump's and restorer's counters is ~900 bytes); a longer one is cut and
+ * says so, never silently. */
+#define LINE_MAX_BYTES 4096
+
 static void stderr_log(void *ctx, int level, const char *fmt, va_list ap)
 {
-	char line[512];
+	char line[LINE_MAX_BYTES];
 	int max = (int)(intptr_t)ctx;
 
 	if (level > max)
@@ -37,9 +42,9 @@ static void stderr_log(void *ctx, int level, const char *fmt, va_list ap)
 	int n = snprintf(line, sizeof(line), "blq %s: ", level_name(level));
 	if (n < 0 || (size_t)n >= sizeof(line))
 		return;
-	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	int m = vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	/* One write per line, so lines of concurrent threads stay whole. */
-	fprintf(stderr, "%s\n", line);
+	fprintf(stderr, "%s%s\n", line, m >= 0 && (size_t)(n + m) >= sizeof(line) ? " [cut]" : "");
 }
 
 blq_logger blq_stderr_logger(int level)
@@ -126,6 +131,11 @@ static void q_lost(void *c, const char *q)
 	logf_(c, "queue=%s event=lost", q);
 }
 
+static void q_cancelled(void *c, const char *q)
+{
+	logf_(c, "queue=%s event=cancelled", q);
+}
+
 static void q_exec(void *c, const char *q, unsigned worker, uint64_t ns, int failed)
 {
 	logf_(c, "queue=%s event=exec worker=%u ns=%llu failed=%d", q, worker,
@@ -165,6 +175,7 @@ const blq_metrics_writer *blq_log_writer_init(blq_log_writer *lw, blq_logger log
 		.queue_leak = q_leak,
 		.queue_deadline = q_deadline,
 		.queue_lost = q_lost,
+		.queue_cancelled = q_cancelled,
 		.queue_exec = q_exec,
 		.subq_put = s_put,
 		.subq_pull = s_pull,

@@ -26,7 +26,7 @@
 #define BLQ__PROM_WORKERS 1024u /* the queue's worker limit */
 #define NAME_MAX_LEN 63
 
-enum { C_IN, C_OUT, C_RETRY, C_LEAK_REAR, C_LEAK_FRONT, C_DEADLINE, C_LOST, C_FAILED, NCOUNT };
+enum { C_IN, C_OUT, C_RETRY, C_LEAK_REAR, C_LEAK_FRONT, C_DEADLINE, C_LOST, C_FAILED, C_CANCELLED, NCOUNT };
 enum { H_WAIT, H_EXEC, H_RETRY, H_DELAY, NHIST };
 
 /* Histogram buckets: upper bounds 100 us .. 5 s (prom_registry.c has

@@ -169,6 +169,12 @@ static void on_lost(void *ctx, const char *q)
 	add(ctx, C_LOST);
 }
 
+static void on_cancelled(void *ctx, const char *q)
+{
+	(void)q;
+	add(ctx, C_CANCELLED);
+}
+
 static void on_exec(void *ctx, const char *q, unsigned worker, uint64_t ns, int failed)
 {
 	cell *c = worker_cell(ctx, worker);
@@ -310,6 +316,7 @@ const blq_metrics_writer *blq_prom_queue_writer(blq_prom *r, const char *queue, 
 		.subq_put = on_subq_put,
 		.subq_pull = on_subq_pull,
 		.subq_leak = on_subq_leak,
+		.queue_cancelled = on_cancelled,
 	};
 	pthread_mutex_init(&s->subq_mu, NULL);
 	pthread_mutex_lock(&r->mu);

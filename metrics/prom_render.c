@@ -246,6 +246,8 @@ int blq_prom_render(blq_prom *r, char *buf, size_t len)
 	counter_family(&o, r, "queue_lost_total", "Items dropped: no DLQ at force close, or the DLQ refused.",
 		       C_LOST);
 	counter_family(&o, r, "queue_failed_total", "Worker calls that failed.", C_FAILED);
+	counter_family(&o, r, "queue_cancelled_total", "Items cancelled through their handle.",
+		       C_CANCELLED);
 	hist_family(&o, r, "queue_wait_seconds", "Time from enqueue to a worker taking the item.",
 		    H_WAIT);
 	hist_family(&o, r, "queue_exec_seconds", "Time a worker spent on an item.", H_EXEC);

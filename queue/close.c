@@ -41,7 +41,7 @@
 
 /* What a close past its limit gives the running callbacks to see their
  * raised token and return, before it leaves them running. */
-#define BLQ__CLOSE_GRACE_NS 2000000ull
+#define BLQ__CLOSE_GRACE_NS 5000000ull
 
 void blq__wake_all(blq *q)
 {
@@ -187,8 +187,10 @@ static void sweep(blq *q)
 }
 
 /* abs_ns: the close's limit on CLOCK_MONOTONIC (0 = none); past it the
- * rescue turns into a force. True when it had to force. */
-static bool finish(blq *q, uint64_t abs_ns)
+ * rescue turns into a force. `past_limit`: the close is past its limit
+ * already, so the callbacks it gave up are not waited for. True when it
+ * had to force. */
+static bool finish(blq *q, uint64_t abs_ns, bool past_limit)
 {
 	bool timed_out = false;
 
@@ -202,8 +204,9 @@ static bool finish(blq *q, uint64_t abs_ns)
 	q->finishing = true;
 	pthread_mutex_unlock(&q->mu);
 
-	/* Dropping: the threads given up inside a callback are left. */
-	wait_workers(q, 0, atomic_load_explicit(&q->forced, memory_order_acquire) != 0);
+	/* Past the limit, the threads given up inside a callback are left
+	 * (leave_stuck); any other close waits for every thread. */
+	wait_workers(q, 0, past_limit);
 	wait_producers(q);
 	/* Graceful: an item may have arrived after the last worker left (a
 	 * balanced pool with workers_min 0, or a slot that was stopping).
@@ -256,7 +259,7 @@ static int close_in(blq *q, enum blq__close_mode mode, uint64_t timeout_ns)
 		rc = BLQ_ETIMEDOUT;
 		leave_stuck(q);
 	}
-	if (finish(q, abs_ns))
+	if (finish(q, abs_ns, rc == BLQ_ETIMEDOUT))
 		rc = BLQ_ETIMEDOUT;
 	return rc;
 }

@@ -49,7 +49,8 @@ static bool is_idle(const blq *q)
 		return false;
 	uint64_t in = blq__fold_in(q);
 	blq_stats(q, &s);
-	return s.size == 0 && s.processed + s.failed + s.leaked + s.expired + s.lost >= in;
+	return s.size == 0 &&
+	       s.processed + s.failed + s.leaked + s.expired + s.lost + s.cancelled >= in;
 }
 
 int blq_wait_idle(blq *q, uint64_t timeout_ns)

@@ -57,6 +57,7 @@ typedef struct blq__cell {
 	_Atomic uint64_t leaked_closed;
 	_Atomic uint64_t expired;
 	_Atomic uint64_t lost;
+	_Atomic uint64_t cancelled;
 	_Atomic uint64_t retried;
 	_Atomic uint64_t timed_out;
 } blq__cell;
@@ -76,6 +77,9 @@ struct blq_task {
 	uint32_t attempt;
 	unsigned worker;
 	_Atomic int cancelled; /* raised by a force close */
+	/* The handle (handle.c) of the item this attempt runs, or 0; with
+	 * bit 0 set once blq_cancel raised the token through it. */
+	_Atomic uintptr_t cancel_for;
 };
 
 enum blq__token {
@@ -350,6 +354,18 @@ void blq__to_dlq(blq *q, blq__cell *c, const blq__item *it, _Atomic uint64_t *le
 		 enum blq_leak_dir dir);
 /* An item still queued at a Soft or Hard close: to the DLQ, or lost. */
 void blq__abandon(blq *q, blq__cell *c, const blq__item *it);
+/* Cancelled through its handle: freed, counted cancelled. (The DLQ and
+ * lost paths above end a cancelled item so too.) */
+void blq__cancelled(blq *q, blq__cell *c, const blq__item *it);
+
+/* handle.c: cancelling one item. Each takes the item's hook (NULL:
+ * none): only a handle's counts. */
+bool blq__handle_cancelled(const blq_done *d); /* blq_cancel was called */
+/* An attempt starts on task t: published for blq_cancel. True when the
+ * item was cancelled already: do not run it. */
+bool blq__handle_begin(const blq_done *d, struct blq_task *t);
+/* The attempt returned: unpublished. True when the item was cancelled. */
+bool blq__handle_end(const blq_done *d, struct blq_task *t);
 
 /* retry.c: a failed attempt with retries left. True when the item went
  * somewhere (the timer, a ring, the DLQ); false: no room anywhere, run it
@@ -369,6 +385,9 @@ int blq__timer_add(blq *q, const blq__item *it, uint64_t now, uint64_t delay,
  * (never above it, even for a moment). Any thread. */
 bool blq__timer_reserve(blq__timer *t);
 void blq__timer_kick(blq *q);  /* the timer and the watchdog look at the clock now (tests, close) */
+/* The timer thread takes the cancelled items (handle.c) out of its set
+ * and ends them (no-op when it never started). Any thread. */
+void blq__timer_sweep_cancelled(blq *q);
 /* A worker that retried with a delay, at `now` (its clock read for it):
  * when the timer's head is past due, moves the due items into the due
  * ring itself, if the timer's mutex is free (timer.c). Never waits. */

@@ -41,10 +41,32 @@ void blq__drop(blq *q, const blq__item *it, _Atomic uint64_t *counter, enum blq_
 	finish(q, it, o);
 }
 
+void blq__cancelled(blq *q, blq__cell *c, const blq__item *it)
+{
+	const blq_metrics_writer *m = q->cfg.metrics;
+
+	blq__drop(q, it, &c->cancelled, BLQ_OUTCOME_CANCELLED);
+	if (m != NULL && m->queue_cancelled != NULL)
+		m->queue_cancelled(m->ctx, q->name);
+}
+
+/* A cancelled item (handle.c) that would leave for the DLQ or be lost
+ * ends cancelled instead: freed, so no restorer runs it again. One load
+ * for items with a hook; none without. */
+static bool ends_cancelled(blq *q, blq__cell *c, const blq__item *it)
+{
+	if (__builtin_expect(it->done == NULL, 1) || !blq__handle_cancelled(it->done))
+		return false;
+	blq__cancelled(q, c, it);
+	return true;
+}
+
 void blq__lose(blq *q, blq__cell *c, const blq__item *it)
 {
 	const blq_metrics_writer *m = q->cfg.metrics;
 
+	if (ends_cancelled(q, c, it))
+		return;
 	blq__drop(q, it, &c->lost, BLQ_OUTCOME_LOST);
 	if (m != NULL && m->queue_lost != NULL)
 		m->queue_lost(m->ctx, q->name);
@@ -55,6 +77,8 @@ void blq__to_dlq(blq *q, blq__cell *c, const blq__item *it, _Atomic uint64_t *le
 {
 	const blq_metrics_writer *m = q->cfg.metrics;
 
+	if (ends_cancelled(q, c, it))
+		return;
 	if (q->cfg.dlq.enqueue(q->cfg.dlq.self, it->payload) == 0) {
 		blq__count_shared(leak_counter);
 		if (m != NULL && m->queue_leak != NULL)
@@ -95,6 +119,8 @@ const char *blq_outcome_name(enum blq_outcome o)
 		return "expired";
 	case BLQ_OUTCOME_LOST:
 		return "lost";
+	case BLQ_OUTCOME_CANCELLED:
+		return "cancelled";
 	}
 	return "unknown";
 }

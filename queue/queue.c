@@ -348,6 +348,7 @@ int blq_stats(const blq *q, struct blq_stats *out)
 		      out->leaked_deadline + out->leaked_closed;
 	out->expired = fold(q, offsetof(blq__cell, expired));
 	out->lost = fold(q, offsetof(blq__cell, lost));
+	out->cancelled = fold(q, offsetof(blq__cell, cancelled));
 	out->retried = fold(q, offsetof(blq__cell, retried));
 	out->timed_out = fold(q, offsetof(blq__cell, timed_out));
 	out->delayed = blq__timer_size(q);
@@ -412,6 +413,7 @@ bool blq_task_timed_out(const blq_task *t)
 bool blq_task_cancelled(const blq_task *t)
 {
 	return t != NULL && (atomic_load_explicit(&t->cancelled, memory_order_acquire) != 0 ||
+			     (atomic_load_explicit(&t->cancel_for, memory_order_acquire) & 1) != 0 ||
 			     blq_task_timed_out(t));
 }
 

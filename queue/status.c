@@ -59,7 +59,7 @@ int blq_status_json(const blq *q, char *buf, size_t len)
 			"\"in\":%llu,\"processed\":%llu,\"failed\":%llu,\"leaked\":%llu,"
 			"\"leaked_rear\":%llu,\"leaked_front\":%llu,\"leaked_failed\":%llu,"
 			"\"leaked_deadline\":%llu,\"leaked_closed\":%llu,"
-			"\"expired\":%llu,\"lost\":%llu,\"retried\":%llu,\"timed_out\":%llu,"
+			"\"expired\":%llu,\"lost\":%llu,\"cancelled\":%llu,\"retried\":%llu,\"timed_out\":%llu,"
 			"\"delayed\":%llu,\"bounds\":{\"workers_min\":%u,\"workers_max\":%u,"
 			"\"wakeup_factor\":%.10g,\"sleep_factor\":%.10g,\"schedule_range\":%d}",
 			name, state, st.capacity, st.size,
@@ -73,7 +73,8 @@ int blq_status_json(const blq *q, char *buf, size_t len)
 			(unsigned long long)st.leaked_rear, (unsigned long long)st.leaked_front,
 			(unsigned long long)st.leaked_failed, (unsigned long long)st.leaked_deadline,
 			(unsigned long long)st.leaked_closed, (unsigned long long)st.expired,
-			(unsigned long long)st.lost, (unsigned long long)st.retried,
+			(unsigned long long)st.lost, (unsigned long long)st.cancelled,
+			(unsigned long long)st.retried,
 			(unsigned long long)st.timed_out, (unsigned long long)st.delayed,
 			st.workers_min, st.workers_max, st.wakeup_factor, st.sleep_factor,
 			st.schedule_range);

@@ -162,3 +162,34 @@ int blq__timed_set_insert(blq__timed_set *t, const blq__timed *e, size_t limit)
 	t->n++;
 	return 0;
 }
+
+size_t blq__timed_set_take_if(blq__timed_set *t, bool (*pred)(const blq__timed *e, void *ctx),
+			      void *ctx, blq__timed *out, size_t max)
+{
+	size_t k = 0, kept = 0;
+
+	/* The lane: compacted in place, in order, from its head, so what
+	 * stays keeps its FIFO order (and due order). */
+	for (size_t i = 0; i < t->ln; i++) {
+		blq__timed *e = lane_at(t, i);
+
+		if (k < max && pred(e, ctx))
+			out[k++] = *e;
+		else
+			*lane_at(t, kept++) = *e;
+	}
+	t->ln = kept;
+	/* The heap: compacted, then rebuilt bottom-up (O(n)). */
+	kept = 0;
+	for (size_t i = 0; i < t->hn; i++) {
+		if (k < max && pred(&t->heap[i], ctx))
+			out[k++] = t->heap[i];
+		else
+			t->heap[kept++] = t->heap[i];
+	}
+	t->hn = kept;
+	for (size_t i = t->hn / 2; i-- > 0;)
+		sift_down(t->heap, t->hn, i);
+	t->n -= k;
+	return k;
+}

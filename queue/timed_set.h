@@ -53,6 +53,12 @@ const blq__timed *blq__timed_set_earliest(const blq__timed_set *s);
  * when out is NULL. */
 void blq__timed_set_pop(blq__timed_set *s, blq__timed *out);
 
+/* Takes out up to `max` entries for which pred(entry, ctx) is true, into
+ * out[] (in no particular order); the others keep their order. O(n): for
+ * rare sweeps (cancelled items), not per item. Returns how many. */
+size_t blq__timed_set_take_if(blq__timed_set *s, bool (*pred)(const blq__timed *e, void *ctx),
+			      void *ctx, blq__timed *out, size_t max);
+
 static inline size_t blq__timed_set_count(const blq__timed_set *s)
 {
 	return s->n;

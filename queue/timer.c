@@ -372,6 +372,42 @@ static void judge_service(blq__timer *t, const blq__timed *first, uint64_t now)
 	t->assisted = false;
 }
 
+/* Takes the cancelled items out of the set and ends them, a batch at a
+ * time: unlocked around their ends (their hooks, item_free), as the
+ * delivery is. Caller holds t->mu. */
+static bool is_cancelled(const blq__timed *e, void *ctx)
+{
+	(void)ctx;
+	return blq__handle_cancelled(e->item.done);
+}
+
+static void take_cancelled(blq *q)
+{
+	blq__timer *t = &q->timer;
+	blq__cell *c = &q->cells[q->ncells - 1];
+	blq__timed out[BLQ__TIMER_BATCH];
+	size_t k;
+
+	while ((k = blq__timed_set_take_if(&t->set, is_cancelled, NULL, out, BLQ__TIMER_BATCH)) >
+	       0) {
+		origins from = {.n = 0};
+
+		release(t, k);
+		publish_assist(q);
+		pthread_mutex_unlock(&t->mu);
+		for (size_t i = 0; i < k; i++) {
+			blq__cancelled(q, c, &out[i].item);
+			origins_add(&from, out[i].origin);
+		}
+		/* Uncounted like a delivered batch, so a draining close and
+		 * blq_wait_idle look again. */
+		uint64_t shared = origins_settle(q, &from);
+		blq__handoff(&q->port, &q->staged, -shared, NULL);
+		blq__ec_notify(&q->idle_ec, 0);
+		pthread_mutex_lock(&t->mu);
+	}
+}
+
 static void *timer_main(void *arg)
 {
 	blq *q = arg;
@@ -383,6 +419,11 @@ static void *timer_main(void *arg)
 	pthread_mutex_lock(&t->mu);
 	while (!t->stop && !forced(q)) {
 		bool drained = drain_inboxes(q);
+		if (t->cancels) {
+			t->cancels = false;
+			take_cancelled(q);
+			continue;
+		}
 		uint64_t now = blq__now(q);
 		size_t k = 0;
 
@@ -563,6 +604,18 @@ void blq__timer_assist(blq *q, uint64_t now)
 	 * may sleep. */
 	uint64_t shared = origins_settle(q, &from);
 	blq__handoff(&q->port, &q->staged, -shared, &q->items_ec);
+}
+
+void blq__timer_sweep_cancelled(blq *q)
+{
+	blq__timer *t = &q->timer;
+
+	if (!t->ready || !atomic_load_explicit(&t->open, memory_order_acquire))
+		return;
+	pthread_mutex_lock(&t->mu);
+	t->cancels = true;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->mu);
 }
 
 void blq__timer_kick(blq *q)

@@ -72,6 +72,9 @@ typedef struct blq__timer {
 	/* The thread is pushing a batch outside mu: workers do not serve
 	 * meanwhile, or later items would enter the due ring before it. */
 	bool delivering;
+	/* blq_cancel asked the thread to take the cancelled items out
+	 * (blq__timer_sweep_cancelled): written under mu. */
+	bool cancels;
 	bool ready; /* mu and the conds are initialised */
 	pthread_t thread;
 } blq__timer;

@@ -57,6 +57,17 @@ static void fail(blq *q, blq__worker *w, const blq__item *it, bool timed_out)
 			  timed_out ? BLQ_OUTCOME_TIMED_OUT : BLQ_OUTCOME_FAILED);
 }
 
+/* An attempt of an item with a hook starts: when it is a handle's
+ * (handle.c), the attempt is published for blq_cancel, and an item
+ * cancelled already ends here without running. */
+static bool cancelled_at_start(blq *q, blq__worker *w, const blq__item *it)
+{
+	if (__builtin_expect(it->done == NULL, 1) || !blq__handle_begin(it->done, &w->task))
+		return false;
+	blq__cancelled(q, w->cell, it);
+	return true;
+}
+
 /* Runs the attempts of one item until it is processed, fails for good, or
  * leaves for a retry (the timer, a ring, the DLQ). */
 static void run_item(blq *q, blq__worker *w, blq__item *it)
@@ -64,6 +75,8 @@ static void run_item(blq *q, blq__worker *w, blq__item *it)
 	const blq_metrics_writer *m = q->cfg.metrics;
 	uint64_t t0 = 0;
 
+	if (cancelled_at_start(q, w, it))
+		return;
 	if (m != NULL && (m->queue_pull != NULL || m->queue_exec != NULL))
 		t0 = w->last_end != 0 ? w->last_end : blq__now(q);
 	w->last_end = 0;
@@ -117,8 +130,11 @@ static void run_item(blq *q, blq__worker *w, blq__item *it)
 		} else {
 			atomic_store_explicit(&w->busy_until, 0, memory_order_relaxed);
 		}
-		if (__builtin_expect(it->done != NULL, 0))
+		bool cancelled = false;
+		if (__builtin_expect(it->done != NULL, 0)) {
 			blq__wait_note(it->done, rc, it->attempt);
+			cancelled = blq__handle_end(it->done, &w->task);
+		}
 		if (m != NULL && m->queue_exec != NULL) {
 			uint64_t t1 = blq__now(q);
 
@@ -131,6 +147,10 @@ static void run_item(blq *q, blq__worker *w, blq__item *it)
 		}
 		if (timed_out)
 			blq__count_own(&w->cell->timed_out);
+		if (cancelled) { /* failed after blq_cancel: no retry, no DLQ */
+			blq__cancelled(q, w->cell, it);
+			return;
+		}
 		if (it->attempt > q->cfg.max_retries) {
 			fail(q, w, it, timed_out);
 			return;
@@ -138,6 +158,8 @@ static void run_item(blq *q, blq__worker *w, blq__item *it)
 		if (blq__retry(q, w, it))
 			return;
 		/* No room anywhere for the retry: run it again here. */
+		if (cancelled_at_start(q, w, it))
+			return;
 	}
 }
 

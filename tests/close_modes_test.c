@@ -289,6 +289,7 @@ Test(close_modes, soft_timeout_past_its_limit_turns_hard)
 	uint64_t took = tu_now_ns() - t0;
 	cr_expect(took >= 50 * MS && took < 1000 * MS, "took %llu ms",
 		  (unsigned long long)(took / MS));
+	tu_wait_unstuck(q);
 	cr_expect_eq(atomic_load(&w->cancelled_at_end), 1, "the token was not raised");
 	struct blq_stats s = stats(q);
 	cr_expect_eq(s.processed, 0);

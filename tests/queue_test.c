@@ -378,6 +378,7 @@ Test(queue, close_timeout_forces_a_stuck_drain)
 	cr_expect_eq(blq_close_timeout(q, 50 * 1000000ull), BLQ_ETIMEDOUT);
 	uint64_t took = tu_now_ns() - t0;
 	cr_expect(took >= 50 * 1000000ull && took < 1000 * 1000000ull, "took %lu ns", took);
+	tu_wait_unstuck(q);
 	struct blq_stats s;
 	blq_stats(q, &s);
 	cr_expect_eq(s.failed, 1);

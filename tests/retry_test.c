@@ -721,6 +721,7 @@ Test(retry, close_timeout_keeps_its_limit_when_a_rescue_is_needed)
 	pthread_join(p, &prc);
 	pthread_join(r, NULL);
 	cr_expect(took < 1 * SEC, "close took %llu ms", (unsigned long long)(took / MS));
+	tu_wait_unstuck(q);
 	struct blq_stats s = stats(q);
 	cr_expect(tu_balanced(&s));
 	if ((intptr_t)prc == 0) { /* accepted: it had to be forced */

@@ -182,10 +182,21 @@ static inline void *blocking_producer(void *p)
 	return NULL;
 }
 
+/* After a close with a time limit: callbacks it left running (even a
+ * cooperative one, descheduled past the close's grace on a loaded
+ * machine) hold their items until they return; the counters are final
+ * once none is left (queue.h). */
+static inline bool tu_wait_unstuck(blq *q)
+{
+	struct blq_stats s;
+
+	return TU_WAIT_FOR(blq_stats(q, &s) == 0 && s.workers_stuck == 0, 10000);
+}
+
 /* The invariant of DESIGN.md, after close. */
 static inline bool tu_balanced(const struct blq_stats *s)
 {
-	return s->in == s->processed + s->failed + s->leaked + s->expired + s->lost;
+	return s->in == s->processed + s->failed + s->leaked + s->expired + s->lost + s->cancelled;
 }
 
 #endif

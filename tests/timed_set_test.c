@@ -242,3 +242,62 @@ Test(timed_set, random_mix_matches_a_sorted_reference)
 	blq__timed_set_free(&s);
 	free(r.e);
 }
+
+static bool order_odd(const blq__timed *e, void *ctx)
+{
+	(void)ctx;
+	return e->order % 2 == 1;
+}
+
+/* take_if removes exactly the matching entries, from the lane and the heap
+ * (a wrapped lane too), at most `max` per call, and what stays still
+ * leaves by (due, order). */
+Test(timed_set, take_if_removes_the_matching_entries_and_keeps_the_order)
+{
+	blq__timed_set s;
+	uint64_t order = 0;
+
+	blq__timed_set_init(&s);
+	/* Wrap the lane: fill 40, pop 30, add 40 more (lane), then 30 out of
+	 * order (heap). */
+	for (int i = 0; i < 40; i++) {
+		blq__timed e = entry(1000 + (uint64_t)i, order++);
+		cr_assert_eq(blq__timed_set_insert(&s, &e, 4096), 0);
+	}
+	for (int i = 0; i < 30; i++)
+		blq__timed_set_pop(&s, NULL);
+	for (int i = 0; i < 40; i++) {
+		blq__timed e = entry(2000 + (uint64_t)i, order++);
+		cr_assert_eq(blq__timed_set_insert(&s, &e, 4096), 0);
+	}
+	for (int i = 0; i < 30; i++) {
+		blq__timed e = entry(500 + (uint64_t)(i * 37 % 30) * 50, order++);
+		cr_assert_eq(blq__timed_set_insert(&s, &e, 4096), 0);
+	}
+	cr_assert(s.hn > 0 && s.ln > 0);
+	size_t before = blq__timed_set_count(&s);
+	blq__timed out[80];
+	size_t a = blq__timed_set_take_if(&s, order_odd, NULL, out, 10);
+	cr_expect_eq(a, 10, "at most max per call");
+	size_t b = blq__timed_set_take_if(&s, order_odd, NULL, out + a, 80 - a);
+	cr_expect_eq(a + b, 40, "every odd one: 5 + 20 + 15");
+	for (size_t i = 0; i < a + b; i++)
+		cr_expect_eq(out[i].order % 2, 1);
+	cr_expect_eq(blq__timed_set_count(&s), before - 40);
+	cr_expect_eq(blq__timed_set_take_if(&s, order_odd, NULL, out, 80), 0);
+	uint64_t last_due = 0, last_order = 0;
+	size_t n = 0;
+	while (blq__timed_set_count(&s) > 0) {
+		blq__timed e;
+		blq__timed_set_pop(&s, &e);
+		cr_expect_eq(e.order % 2, 0);
+		cr_expect(n == 0 || e.due > last_due || (e.due == last_due && e.order > last_order),
+			  "out of order after take_if: (%llu, %llu)", (unsigned long long)e.due,
+			  (unsigned long long)e.order);
+		last_due = e.due;
+		last_order = e.order;
+		n++;
+	}
+	cr_expect_eq(n, before - 40);
+	blq__timed_set_free(&s);
+}

@@ -179,6 +179,8 @@
       wakeup_factor: st.wakeup_factor, sleep_factor: st.sleep_factor,
       workers_active: st.workers.active, workers_asleep: st.workers.asleep, workers_idle: st.workers.idle,
       workers_min: st.workers.min, workers_max: st.workers.max,
+      workers_busy: st.workers.busy, workers_overrunning: st.workers.overrunning,
+      workers_stuck: st.workers.stuck, producers_blocked: st.producers_blocked,
       producers_active: st.producers.active, producers_max: st.producers.max,
       in_rate: rate(x => x.counters.in),
       out_rate: rate(x => x.counters.processed + x.counters.failed),
@@ -317,6 +319,7 @@
     const f = res.body.final;
     say(f ? 'Stopped "' + key + '": in ' + f.in + ' = processed ' + f.processed + ' + failed ' + f.failed +
       ' + leaked ' + f.leaked + ' + expired ' + f.expired + ' + lost ' + f.lost +
+      ' + cancelled ' + f.cancelled +
       (f.balanced ? ' (balanced).' : ' (NOT balanced).') : 'Stopped "' + key + '".', f && !f.balanced ? 'error' : 'ok');
     refreshList();
   }

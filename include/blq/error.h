@@ -23,7 +23,8 @@ extern "C" {
 	XX(ENOTSUP, -7, "not supported yet")                                \
 	XX(EDEADLK, -8, "would wait for the calling thread itself")         \
 	XX(EREFUSED, -9, "refused by the receiver")                         \
-	XX(EIO, -10, "input/output error")
+	XX(EIO, -10, "input/output error")                                  \
+	XX(EFINISHED, -11, "the item already reached its outcome")
 
 enum blq_errno {
 	BLQ_OK = 0,

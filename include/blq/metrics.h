@@ -52,6 +52,8 @@ typedef struct blq_metrics_writer {
 	void (*subq_put)(void *ctx, const char *queue, const char *subq);
 	void (*subq_pull)(void *ctx, const char *queue, const char *subq);
 	void (*subq_leak)(void *ctx, const char *queue, const char *subq);
+	/* An item ended cancelled through its handle (blq_cancel). */
+	void (*queue_cancelled)(void *ctx, const char *queue);
 } blq_metrics_writer;
 
 #ifdef __cplusplus

@@ -61,6 +61,7 @@ enum blq_outcome {
 	BLQ_OUTCOME_LEAKED,        /* handed to the DLQ */
 	BLQ_OUTCOME_EXPIRED,       /* its deadline passed before a worker took it */
 	BLQ_OUTCOME_LOST,          /* dropped at a Soft or Hard close, or refused by the DLQ */
+	BLQ_OUTCOME_CANCELLED,     /* cancelled through its handle (blq_cancel); freed */
 };
 
 /** blq_outcome_name() - "processed", "failed", ...; "unknown" otherwise. */
@@ -270,6 +271,7 @@ struct blq_stats {
 	uint64_t leaked_closed;   /* remaining at a Soft or Hard close */
 	uint64_t expired;
 	uint64_t lost;
+	uint64_t cancelled; /* blq_cancel: freed, never run (again) */
 	uint64_t retried;   /* a retry is not an outcome */
 	uint64_t timed_out; /* attempts that ran past their timeout (each then
 			     * retried, failed or leaked) */
@@ -410,6 +412,61 @@ BLQ_API int blq_enqueue_wait_result(blq *q, const blq_job *job, uint64_t wait_ns
 BLQ_API int blq_enqueue_wait(blq *q, const blq_job *job, uint64_t wait_ns,
 			     enum blq_outcome *outcome);
 
+/*
+ * Cancelling one item (seed 000's Task.Stop): an enqueue through
+ * blq_enqueue_job_handle gives the caller a handle on its item.
+ * blq_cancel then ends the item with the outcome BLQ_OUTCOME_CANCELLED,
+ * wherever it is:
+ *   queued (a ring, a QoS sub-queue)  it does not run: the worker that
+ *                                     reaches it ends it (a paused queue:
+ *                                     at the resume)
+ *   timer-held (delay, retry backoff) ended at once by the timer thread
+ *   running                           its token is raised (blq_task_cancelled);
+ *                                     a non-zero return ends it cancelled
+ *                                     (no retry, no DLQ); 0: processed
+ *   at a Soft or Hard close           cancelled, not leaked or lost
+ * A cancelled item is freed with item_free and counted `cancelled`, never
+ * sent to the DLQ: the DLQ keeps what the queue could not do, for a
+ * restorer to run later, and a cancelled item is one its owner no longer
+ * wants run. Its hooks (the job's, on_done) see BLQ_OUTCOME_CANCELLED.
+ */
+typedef struct blq_handle blq_handle;
+
+/**
+ * blq_enqueue_job_handle() - blq_enqueue_job, with a handle on the item.
+ * @out: receives the handle on 0, NULL otherwise.
+ * Return: as blq_enqueue_job (the caller keeps the payload on an error);
+ * BLQ_ENOMEM when the handle cannot be made (nothing was enqueued);
+ * BLQ_EINVAL for a NULL argument.
+ * Ownership: the caller owns the handle and gives it back with
+ * blq_handle_release, before or after the item ends (the item holds a
+ * reference of its own until its outcome). Cost: one allocation; plain
+ * enqueues never allocate.
+ * Thread-safety: as blq_enqueue_job.
+ */
+BLQ_API int blq_enqueue_job_handle(blq *q, const blq_job *job, blq_handle **out);
+
+/**
+ * blq_cancel() - cancel the handle's item (see above).
+ * Return: 0 when the item had not reached its outcome: it will not start
+ * again, and ends cancelled unless a running attempt returns 0
+ * (processed) or it ends otherwise in the meantime (blq_handle_outcome
+ * tells which); 0 again for a second cancel; BLQ_EFINISHED when the item
+ * had already reached its outcome (nothing changes); BLQ_EINVAL for NULL.
+ * Thread-safety: any thread, any number of times, until
+ * blq_handle_release; not concurrently with blq_free of the item's queue
+ * (after blq_free every item has its outcome: BLQ_EFINISHED).
+ */
+BLQ_API int blq_cancel(blq_handle *h);
+
+/** blq_handle_outcome() - the item's outcome, or 0 while it has none.
+ * Thread-safety: any thread. */
+BLQ_API enum blq_outcome blq_handle_outcome(const blq_handle *h);
+
+/** blq_handle_release() - give the caller's handle back; NULL is a no-op.
+ * The handle must not be used after. */
+BLQ_API void blq_handle_release(blq_handle *h);
+
 /** blq_size() - items waiting (not counting those being processed), those
  * in the timer (delays, retry backoff) included. 0 for NULL. */
 BLQ_API size_t blq_size(const blq *q);
@@ -466,18 +523,18 @@ BLQ_API int blq_status_json(const blq *q, char *buf, size_t len);
  *
  * Every mode returns once the workers have exited and the leftovers are
  * swept: counters are final then (in == processed + failed + leaked +
- * expired + lost), but for the callbacks a time limit left running.
- * The limit holds (+t): at t the close turns Hard, gives the running
- * callbacks 2 ms to see their raised token and return, then leaves those
- * that did not running and returns BLQ_ETIMEDOUT (threads the watchdog
- * gave up at their own time limit are not waited for either, once
- * dropping). Such callbacks show in blq_stats as workers_stuck; each
- * item reaches its outcome when its callback returns (Hard rules: the
- * return value decides; a failure is abandoned), and only then counts.
- * blq_free waits for them: nothing is freed under a running callback. Wait
- * for workers_stuck == 0 before reading final counters. From one of the
- * queue's own workers, any of them starts
- * the close and returns 0 without waiting (blq_free or a later close
+ * expired + lost + cancelled), but for the callbacks a time limit left
+ * running. The limit holds (+t): at t the close turns Hard, gives the
+ * running callbacks 5 ms to see their raised token and return, then
+ * leaves those that did not running and returns BLQ_ETIMEDOUT (so are
+ * those the watchdog gave up at their own time limit; a close without a
+ * limit waits for every callback). Such callbacks show in blq_stats as
+ * workers_stuck; each item reaches its outcome when its callback returns
+ * (Hard rules: the return value decides; a failure is abandoned), and
+ * only then counts. Wait for workers_stuck == 0 before reading final
+ * counters. blq_free waits for them: nothing is freed under a running
+ * callback. From one of the queue's own workers, any of them starts the
+ * close and returns 0 without waiting (blq_free or a later close
  * finishes). All are idempotent and any thread may call them, concurrently
  * too: every caller returns when the queue is closed. BLQ_EINVAL for NULL.
  */

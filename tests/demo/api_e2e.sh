@@ -185,8 +185,10 @@ jqtrue "$stats" '.key == "k1" and .stopping == false and (.t | type) == "number"
 	and .workers.min == 1 and .workers.max == 4 and .workers.active >= 1
 	and (.workers.active + .workers.asleep + .workers.idle) == 4
 	and .producers == {"active": 1, "min": 1, "max": 3}
-	and (.counters | keys) == ["delayed","expired","failed","in","leaked","leaked_deadline","lost",
-		"processed","retried","timed_out"]
+	and (.counters | keys) == ["cancelled","delayed","expired","failed","in","leaked","leaked_deadline",
+		"lost","processed","retried","timed_out"]
+	and (.workers.busy | type) == "number" and .workers.overrunning == 0 and .workers.stuck == 0
+	and (.producers_blocked | type) == "number"
 	and .qos == null and (has("dump") | not)' || fail "stats k1: $stats"
 t1=$(jq .t <<<"$stats")
 in1=$(jq .counters.in <<<"$stats")

@@ -190,6 +190,21 @@ async function main() {
     check(/^[1-9]/.test(legendIn), `the in-rate legend shows a number: ${legendIn}`);
     const tileWorkers = Number(await page.locator('[data-metric="workers_active"]').textContent());
     check(tileWorkers > workersBefore, `the workers tile: ${tileWorkers}`);
+    /* Seed 000's gauges: 20 producers keep workers inside their 2 ms
+     * callbacks; no item has a time limit, so none is past one or stuck. */
+    let busyTile = '';
+    try {
+      await until('a busy worker on the tile', async () => {
+        busyTile = await page.locator('[data-metric="workers_busy"]').textContent();
+        return Number(busyTile) >= 1;
+      }, 8000);
+    } catch (e) { /* reported below */ }
+    check(Number(busyTile) >= 1, `the workers-busy tile: ${busyTile}`);
+    const overTile = await page.locator('[data-metric="workers_overrunning"]').textContent();
+    const stuckTile = await page.locator('[data-metric="workers_stuck"]').textContent();
+    check(overTile === '0' && stuckTile === '0', `past limit / stuck tiles: ${overTile} / ${stuckTile}`);
+    const blockedTile = await page.locator('[data-metric="producers_blocked"]').textContent();
+    check(/^[0-9]+$/.test(blockedTile), `the producers-blocked tile shows a count: ${blockedTile}`);
     check(await page.locator('#chart-dump').isHidden(), 'no dump chart for a queue without a dump');
     check(await page.locator('#chart-qos').count() === 0, 'no QoS chart for a queue without QoS');
     /* More history on the charts before the picture (README: 40). */
@@ -288,6 +303,7 @@ async function main() {
     await page.click('#btn-stop');
     await until('"Stopped"', async () => /Stopped "demo100k"/.test(await say()), 60000);
     check(/\(balanced\)/.test(await say()), `the stop's accounting: "${await say()}"`);
+    check(/\+ cancelled 0 \(balanced\)/.test(await say()), `the accounting counts cancelled items: "${await say()}"`);
     await until('the list to empty', async () =>
       await page.locator('#queue-select').inputValue() === '', 8000);
     check(true, 'the stopped queue leaves the list');

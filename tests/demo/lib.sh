@@ -251,7 +251,7 @@ jqtrue() {
 # accounting: in == processed + failed + leaked + expired + lost, size 0.
 check_final() {
 	expect 200 '.message == "success" and (.final | type == "object")' "$1"
-	jqtrue "$BODY" '.final | .in == .processed + .failed + .leaked + .expired + .lost and .size == 0' ||
+	jqtrue "$BODY" '.final | .in == .processed + .failed + .leaked + .expired + .lost + .cancelled and .size == 0' ||
 		fail "$1: final does not add up: $BODY"
 	jqtrue "$BODY" '.final.balanced == true' || fail "$1: final not balanced: $BODY"
 	ok "$1: final balanced ($(jq -c '.final | {in, processed, failed, leaked, expired, lost}' <<<"$BODY"))"

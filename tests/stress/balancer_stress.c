@@ -152,8 +152,10 @@ static int run_round(unsigned round, uint64_t per)
 	int how = rand_r(&seed) % 3;
 	if (how == 0)
 		blq_close(r.q);
-	else if (how == 1)
+	else if (how == 1) {
 		blq_close_timeout(r.q, 1000000);
+		stress_wait_unstuck(r.q);
+	}
 	else
 		blq_force_close(r.q);
 

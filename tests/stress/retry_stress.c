@@ -52,7 +52,7 @@ typedef struct round_ctx {
 	item *items;
 	uint64_t per;
 	unsigned fail_pct;
-	_Atomic uint64_t accepted, dlq_got, waited;
+	_Atomic uint64_t accepted, dlq_got, waited, cancels;
 	_Atomic unsigned errors;
 	unsigned seed;
 } round_ctx;
@@ -193,6 +193,28 @@ static void *producer(void *p)
 			rc = j.delay_ns || j.deadline_ns || j.timeout_ns ? blq_enqueue_job(r->q, &j)
 									 : blq_try_enqueue(r->q, it);
 			break;
+		case 2: {
+			/* With a handle: cancelled at once (queued or delayed),
+			 * a little later (often running), or never. */
+			blq_handle *h;
+			rc = blq_enqueue_job_handle(r->q, &j, &h);
+			if (rc != 0)
+				break;
+			unsigned when = (unsigned)rand_r(&seed) % 3;
+			if (when == 1) {
+				struct timespec ts = {0, (long)(rand_r(&seed) % 100) * 1000L};
+				nanosleep(&ts, NULL);
+			}
+			if (when != 2) {
+				int c = blq_cancel(h);
+				if (c == 0)
+					atomic_fetch_add(&r->cancels, 1);
+				else if (c != BLQ_EFINISHED)
+					fail_check(r, "blq_cancel returned an unexpected code", it);
+			}
+			blq_handle_release(h);
+			break;
+		}
 		default:
 			rc = blq_enqueue_job(r->q, &j);
 		}
@@ -315,6 +337,12 @@ static int run_round(unsigned round, uint64_t per)
 	blq_stats(r->q, &s);
 	if (!stress_balanced("retry_stress", round, &s))
 		atomic_fetch_add(&r->errors, 1);
+	if (s.cancelled > atomic_load(&r->cancels)) {
+		fprintf(stderr, "retry_stress: round %u: %" PRIu64 " cancelled, %" PRIu64
+				" cancels\n",
+			round, s.cancelled, atomic_load(&r->cancels));
+		atomic_fetch_add(&r->errors, 1);
+	}
 	if (s.in != atomic_load(&r->accepted) || s.leaked != atomic_load(&r->dlq_got) ||
 	    s.size != 0 || s.delayed != 0) {
 		fprintf(stderr,
@@ -336,12 +364,14 @@ static int run_round(unsigned round, uint64_t per)
 	unsigned errors = atomic_load(&r->errors);
 	printf("round %2u: %s %s cap %3zu w %u retries %u %s %s %-7s fail %2u%% in %5" PRIu64
 	       " processed %5" PRIu64 " failed %4" PRIu64 " leaked %5" PRIu64 " expired %4" PRIu64
-	       " lost %4" PRIu64 " retried %5" PRIu64 " timed out %3" PRIu64 " -> %s\n",
+	       " lost %4" PRIu64 " cancelled %3" PRIu64 " retried %5" PRIu64 " timed out %3" PRIu64
+	       " -> %s\n",
 	       round, with_qos ? "qos  " : "rings", balanced ? "balanced" : "fixed   ", s.capacity,
 	       balanced ? c.workers_max : c.workers, c.max_retries, c.retry_interval_ns ? "backoff" : "direct",
 	       c.dlq.enqueue ? "leaky" : "block",
 	       how, r->fail_pct, s.in,
-	       s.processed, s.failed, s.leaked, s.expired, s.lost, s.retried, s.timed_out,
+	       s.processed, s.failed, s.leaked, s.expired, s.lost, s.cancelled, s.retried,
+	       s.timed_out,
 	       errors ? "FAIL" : "ok");
 	free(r->items);
 	free(r);
