@@ -1,9 +1,13 @@
 /*
  * Stress for the timer paths: random failures with retries and backoff,
- * per-job delays, deadlines and timeouts, a small timer now and then (so
- * the full-timer paths run), enqueue-and-wait callers that give up early,
- * and a random close (graceful, with a short limit, forced) while the
- * producers and the timer are busy; on plain rings or QoS sub-queues
+ * per-job delays, deadlines and timeouts (some callbacks poll their token,
+ * some run past their limit without looking: the watchdog gives them up
+ * and replaces their thread), a small timer now and then (so the
+ * full-timer paths run), enqueue-and-wait callers that give up early,
+ * items with a handle cancelled at once, a little later or never, and a
+ * random close in each of seed 000's modes (Light, Soft, each with a short
+ * limit or none, Hard) while the producers and the timer are busy; on
+ * plain rings or QoS sub-queues
  * (due items then enter their sub-queue), with a fixed pool or a balanced
  * one that drops to zero threads between bursts (a 1-3 ms heartbeat).
  * Real clock, microsecond intervals. A round that does not finish its
@@ -12,7 +16,7 @@
  * Every item carries an outcome counter: after the close each accepted
  * item must have exactly one outcome (processed by a worker, freed by the
  * queue, or taken by the DLQ), each refused one none, and
- * in == processed + failed + leaked + expired + lost.
+ * in == processed + failed + leaked + expired + lost + cancelled.
  *
  * A plain program (Criterion aborts under TSan): prints "N passed, N
  * failed" and exits non-zero on any failure.
@@ -98,7 +102,16 @@ static int worker(void *ctx, void *payload, blq_task *task)
 		fail_check(r, "two workers ran one item at once", it);
 	if (atomic_exchange(&it->magic, MAGIC_TAKEN) != MAGIC_LIVE)
 		fail_check(r, "a worker got an item with a bad magic", it);
-	if (blq_task_timeout_at_ns(task) != 0 && rand_r(&seed) % 2 == 0) {
+	if (blq_task_timeout_at_ns(task) != 0 && rand_r(&seed) % 5 == 0) {
+		/* A stubborn one: runs past its limit without looking (the
+		 * watchdog gives it up and starts a replacement), then claims
+		 * the item; refused, it is the queue's. */
+		uint64_t end = now_ns() + 300 * US;
+		while (now_ns() < end)
+			;
+		if (!blq_task_claim(task))
+			return give_back(it, rand_r(&seed) % 2);
+	} else if (blq_task_timeout_at_ns(task) != 0 && rand_r(&seed) % 2 == 0) {
 		/* A long one: poll the token until told (timeout or force). */
 		uint64_t end = now_ns() + 2000 * US;
 		while (!blq_task_cancelled(task) && now_ns() < end)

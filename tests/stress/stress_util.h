@@ -27,7 +27,10 @@ static inline int stress_main(int argc, char **argv, unsigned def_rounds, uint64
 	return failed ? 1 : 0;
 }
 
-enum { STRESS_CLOSE, STRESS_CLOSE_TIMEOUT, STRESS_FORCE, STRESS_NCLOSE };
+/* The close modes of seed 000 (queue.h's table), each with and without a
+ * limit where it has one. */
+enum { STRESS_CLOSE, STRESS_CLOSE_TIMEOUT, STRESS_SOFT, STRESS_SOFT_TIMEOUT, STRESS_FORCE,
+       STRESS_NCLOSE };
 
 /* Closes q the given way (a timeout of 0..2 ms); returns its name. */
 /* After a close with a time limit, callbacks it left running hold their
@@ -52,6 +55,13 @@ static inline const char *stress_close(blq *q, int how, unsigned *seed)
 		blq_close_timeout(q, (uint64_t)(rand_r(seed) % 3) * 1000000u);
 		stress_wait_unstuck(q);
 		return "timeout";
+	case STRESS_SOFT:
+		blq_close_soft(q);
+		return "soft";
+	case STRESS_SOFT_TIMEOUT:
+		blq_close_soft_timeout(q, (uint64_t)(rand_r(seed) % 3) * 1000000u);
+		stress_wait_unstuck(q);
+		return "soft-t";
 	default:
 		blq_force_close(q);
 		return "force";
