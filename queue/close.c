@@ -107,9 +107,17 @@ static void begin_close(blq *q, enum blq__close_mode mode)
 		blq__log(q, BLQ_LOG_INFO, "queue %s: force close", q->name);
 }
 
-/* Waits until every worker thread exited (but the detached ones, when
- * `leave_detached`: given up inside a callback, watchdog.c), or until
- * abs_ns on CLOCK_MONOTONIC (0 = no limit). True when they did. */
+/* Caller holds mu. No worker thread left but, when `leave_detached`, the
+ * detached ones (given up inside a callback, watchdog.c). */
+static bool workers_gone(const blq *q, bool leave_detached)
+{
+	return q->alive <= (leave_detached ? atomic_load_explicit(&q->detached, memory_order_relaxed)
+					   : 0);
+}
+
+/* Waits until workers_gone, or until abs_ns on CLOCK_MONOTONIC (0 = no
+ * limit). True when they are gone. (A thread's exit, detached or not,
+ * signals cond under mu.) */
 static bool wait_workers(blq *q, uint64_t abs_ns, bool leave_detached)
 {
 	struct timespec ts = {
@@ -119,20 +127,14 @@ static bool wait_workers(blq *q, uint64_t abs_ns, bool leave_detached)
 	bool done;
 
 	pthread_mutex_lock(&q->mu);
-	for (;;) {
-		unsigned left = leave_detached ? atomic_load_explicit(&q->detached,
-								      memory_order_relaxed)
-					       : 0;
-		if (q->alive <= left)
-			break;
-		if (abs_ns == 0)
+	while (!(done = workers_gone(q, leave_detached))) {
+		if (abs_ns == 0) {
 			pthread_cond_wait(&q->cond, &q->mu);
-		else if (pthread_cond_timedwait(&q->cond, &q->mu, &ts) == ETIMEDOUT)
+		} else if (pthread_cond_timedwait(&q->cond, &q->mu, &ts) == ETIMEDOUT) {
+			done = workers_gone(q, leave_detached);
 			break;
+		}
 	}
-	done = q->alive <= (leave_detached ? atomic_load_explicit(&q->detached,
-								  memory_order_relaxed)
-					   : 0);
 	pthread_mutex_unlock(&q->mu);
 	return done;
 }

@@ -68,6 +68,7 @@ static bool detach(blq *q, blq__worker *w)
 		atomic_fetch_sub_explicit(&q->n_active, 1, memory_order_acq_rel);
 		w->detached = true;
 		atomic_fetch_add_explicit(&q->detached, 1, memory_order_relaxed);
+		pthread_cond_broadcast(&q->cond); /* a closer past its limit waits for this */
 	}
 	pthread_mutex_unlock(&q->mu);
 	if (ok)

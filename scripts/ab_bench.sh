@@ -9,7 +9,8 @@
 #   scripts/ab_bench.sh A/blq-bench B/blq-bench RUNS [WORKLOAD...] [-- blq-bench args]
 #   e.g. scripts/ab_bench.sh /tmp/base/bench/blq-bench build/rel/bench/blq-bench 9 W1 W1-QOS RETRY W1-PROM
 #
-# Ratio < 1: B is faster. Exit 2 on bad arguments.
+# Ratio < 1: B is faster. Latency workloads (W3) also get their p50 and
+# p99 compared the same way. Exit 2 on bad arguments.
 set -euo pipefail
 if [ $# -lt 3 ] || [ ! -x "$1" ] || [ ! -x "$2" ] || ! [[ "$3" =~ ^[0-9]+$ ]] || [ "$3" -lt 1 ]; then
 	echo "usage: $0 A-blq-bench B-blq-bench RUNS [WORKLOAD...] [-- blq-bench args]" >&2
@@ -39,17 +40,24 @@ rows = {}
 for line in open(sys.argv[1]):
     f = line.split()
     run, side, wl = int(f[1]), f[2], f[4]
-    m = re.search(r'\bns_per_item=([0-9.]+)', line)
-    if m and f[5] == 'blq':
-        rows.setdefault(wl, {}).setdefault(run, {})[side] = float(m.group(1))
-print(f"{'workload':<10} {'A ns/item':>10} {'B ns/item':>10} {'B/A median':>11} {'runs':>5}  per-run B/A")
+    if f[5] != 'blq':
+        continue
+    for key in ('ns_per_item', 'p50_us', 'p99_us'):
+        m = re.search(r'\b' + key + r'=([0-9.]+)', line)
+        if m:
+            rows.setdefault((wl, key), {}).setdefault(run, {})[side] = float(m.group(1))
+print(f"{'workload':<16} {'A':>10} {'B':>10} {'B/A median':>11} {'runs':>5}  per-run B/A")
 for wl in sys.argv[2:]:
-    runs = rows.get(wl, {})
-    pairs = [(r['a'], r['b']) for r in runs.values() if 'a' in r and 'b' in r]
-    if not pairs:
-        print(f"{wl:<10} no figures"); continue
-    ratios = [bb / aa for aa, bb in pairs]
-    print(f"{wl:<10} {statistics.median(p[0] for p in pairs):>10.1f} "
-          f"{statistics.median(p[1] for p in pairs):>10.1f} {statistics.median(ratios):>11.3f} "
-          f"{len(pairs):>5}  " + " ".join(f"{r:.2f}" for r in ratios))
+    for key in ('ns_per_item', 'p50_us', 'p99_us'):
+        runs = rows.get((wl, key), {})
+        pairs = [(r['a'], r['b']) for r in runs.values() if 'a' in r and 'b' in r]
+        if not pairs:
+            if key == 'ns_per_item':
+                print(f"{wl:<16} no figures")
+            continue
+        ratios = [bb / aa for aa, bb in pairs if aa > 0]
+        name = wl if key == 'ns_per_item' else f"{wl} {key}"
+        print(f"{name:<16} {statistics.median(p[0] for p in pairs):>10.1f} "
+              f"{statistics.median(p[1] for p in pairs):>10.1f} {statistics.median(ratios):>11.3f} "
+              f"{len(pairs):>5}  " + " ".join(f"{r:.2f}" for r in ratios))
 PY
