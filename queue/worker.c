@@ -96,22 +96,21 @@ static void run_item(blq *q, blq__worker *w, blq__item *it)
 		w->task.enq_ns = it->enq_ns;
 		w->task.attempt = it->attempt;
 		/* Items without a timeout read no clock here, and leave the
-		 * watchdog alone. */
-		uint64_t limit = BLQ__BUSY_NO_LIMIT;
-		if (it->timeout_ns != 0) {
+		 * watchdog alone: one branch on each side of the call. */
+		bool limited = it->timeout_ns != 0;
+		if (limited) {
 			uint64_t start = blq__now(q);
 
 			w->task.timeout_at = blq__sat_add(start, it->timeout_ns);
-			if (w->task.timeout_at < BLQ__BUSY_NO_LIMIT)
-				limit = w->task.timeout_at;
+			blq__watchdog_arm(q, &w->busy_until,
+					  w->task.timeout_at < BLQ__BUSY_NO_LIMIT ? w->task.timeout_at
+										  : BLQ__BUSY_NO_LIMIT);
+		} else {
+			atomic_store_explicit(&w->busy_until, BLQ__BUSY_NO_LIMIT, memory_order_relaxed);
 		}
-		if (limit != BLQ__BUSY_NO_LIMIT)
-			blq__watchdog_arm(q, &w->busy_until, limit);
-		else
-			atomic_store_explicit(&w->busy_until, limit, memory_order_relaxed);
 		int rc = q->cfg.worker(q->cfg.worker_ctx, it->payload, &w->task);
 		bool timed_out = false;
-		if (w->task.timeout_at != 0) {
+		if (limited) {
 			/* Timed out: the worker was told (it no longer owns the
 			 * payload, whatever it returned), the watchdog gave the
 			 * attempt up past its limit before the worker claimed it
