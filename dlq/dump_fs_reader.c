@@ -27,12 +27,16 @@
  *   the other records with deliveries = the earlier claims.
  * - commit() (every record done) unlinks the file, then its checkpoint; a
  *   checkpoint left by a crash in between is ignored by a file that reuses
- *   the name (it names the inode, size and mtime of its own). release()
- *   syncs the marks and closes the file (a later next() hands it out
- *   again: at least once).
+ *   the name (it names the inode, size and mtime of its own), and removed
+ *   by the next reader made (or an idle next()): a checkpoint whose file is
+ *   gone is swept under an exclusive flock on the directory, while a claim
+ *   writes its first checkpoint under a shared one, so a file that appears
+ *   meanwhile never loses one. release() syncs the marks and closes the
+ *   file (a later next() hands it out again: at least once).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <glob.h>
 #include <limits.h>
 #include <stdio.h>
@@ -160,18 +164,54 @@ static int slurp(fs_dump *d, size_t size)
 	return 0;
 }
 
-/* Applies the file's checkpoint, if any, and counts this claim in it. */
-static int load_progress(fs_dump *d, const struct stat *st, blq_error *err)
+/* Removes the checkpoints whose dump file is gone: left by a process
+ * killed in fs_commit between its two unlinks. Under an exclusive lock on
+ * the directory (load_progress takes a shared one), so a checkpoint just
+ * written for a new file of that name is never removed. */
+static void sweep_orphans(fs_reader *r, bool wait)
+{
+	char pattern[PATH_MAX + 16], data[PATH_MAX + 256], name[256];
+	struct stat st;
+	glob_t g;
+
+	snprintf(pattern, sizeof(pattern), "%s/.*.ckpt", r->dir);
+	if (flock(r->dirfd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0)
+		return;
+	if (glob(pattern, 0, NULL, &g) == 0) {
+		for (size_t i = 0; i < g.gl_pathc; i++) {
+			const char *p = g.gl_pathv[i], *base = strrchr(p, '/') + 1;
+			size_t n = strlen(base); /* ".<name>.ckpt" */
+			if (n <= 6 || n - 6 >= sizeof(name))
+				continue;
+			snprintf(name, sizeof(name), "%.*s", (int)(n - 6), base + 1);
+			if (fnmatch(r->match, name, FNM_PERIOD) != 0)
+				continue;
+			snprintf(data, sizeof(data), "%.*s%s", (int)(base - p), p, name);
+			if (lstat(data, &st) != 0 && errno == ENOENT)
+				unlink(p);
+		}
+		globfree(&g);
+	}
+	flock(r->dirfd, LOCK_UN);
+}
+
+/* Applies the file's checkpoint, if any, and counts this claim in it.
+ * Under a shared lock on the directory: see sweep_orphans. */
+static int load_progress(fs_reader *r, fs_dump *d, const struct stat *st, blq_error *err)
 {
 	if (!blq__ckpt_path(d->path, d->ckpt, sizeof(d->ckpt)))
 		return blq__error_set(err, BLQ_EIO, "checkpoint path too long for \"%s\"", d->path);
+	while (flock(r->dirfd, LOCK_SH) != 0 && errno == EINTR)
+		;
 	if (!blq__ckpt_load(d->ckpt, st, &d->ck))
 		blq__ckpt_identify(&d->ck, st);
 	d->bits_cap = (d->ck.nbits + 7u) / 8u;
 	d->earlier_claims = d->ck.claims;
 	d->ck.claims = d->ck.claims < UINT32_MAX ? d->ck.claims + 1 : UINT32_MAX;
 	/* Not fsync'd: what it must survive is the death of this process. */
-	return store_ckpt(d, false, err);
+	int rc = store_ckpt(d, false, err);
+	flock(r->dirfd, LOCK_UN);
+	return rc;
 }
 
 /* Opens and claims path; 1 claimed, 0 skip, negative error. */
@@ -197,7 +237,7 @@ static int claim(fs_reader *r, const char *path, fs_dump **out, blq_error *err)
 	}
 	if ((uint64_t)st.st_size > FILE_MAX) {
 		d->damage = DAMAGE_SIZE;
-		int rc = load_progress(d, &st, err);
+		int rc = load_progress(r, d, &st, err);
 		if (rc != 0) {
 			dump_close(d);
 			return rc;
@@ -220,7 +260,7 @@ static int claim(fs_reader *r, const char *path, fs_dump **out, blq_error *err)
 		d->damage = DAMAGE_VERSION;
 	d->off = BLQ__DUMP_HEADER;
 	d->version = d->file_version;
-	if ((rc = load_progress(d, &st, err)) != 0) {
+	if ((rc = load_progress(r, d, &st, err)) != 0) {
 		dump_close(d);
 		return rc;
 	}
@@ -237,8 +277,10 @@ static int fs_next(blq_dump_reader *rd, void **dump, blq_error *err)
 
 	snprintf(pattern, sizeof(pattern), "%s/%s", r->dir, r->match);
 	int e = glob(pattern, GLOB_ERR, NULL, &g);
-	if (e == GLOB_NOMATCH)
+	if (e == GLOB_NOMATCH) {
+		sweep_orphans(r, false);
 		return 0;
+	}
 	if (e != 0)
 		return blq__error_set(err, BLQ_EIO, "directory \"%s\": cannot list (glob error %d)",
 				      r->dir, e);
@@ -396,7 +438,8 @@ static int fs_commit(blq_dump_reader *rd, void *dump, blq_error *err)
 	if (rc != 0)
 		return rc; /* still open: commit or release it again */
 	/* The data file first: a crash in between leaves a checkpoint naming
-	 * a file that is gone; a new file of that name ignores it. */
+	 * a file that is gone (a new file of that name ignores it), which the
+	 * next reader made, or an idle next(), sweeps (sweep_orphans). */
 	unlink(d->ckpt);
 	dump_close(d);
 	return 0;
@@ -471,5 +514,6 @@ blq_dump_reader *blq_dump_fs_reader_new(const blq_dump_fs_config *cfg, blq_error
 	r->r.commit = fs_commit;
 	r->r.release = fs_release;
 	r->r.destroy = fs_destroy;
+	sweep_orphans(r, true); /* what a killed reader left */
 	return &r->r;
 }

@@ -895,3 +895,29 @@ Test(dlqdump, prometheus_dump_families_pass_promtool)
 	cr_expect_eq(strlen(out), 0, "promtool printed: %s", out);
 	blq_prom_free(reg);
 }
+
+/* A restorer killed between the two unlinks of a commit (the dump file,
+ * then its checkpoint) leaves a checkpoint whose file is gone: the next
+ * reader made removes it, and leaves alone a checkpoint whose file is
+ * there, and files that only look like checkpoints of other patterns. */
+Test(dlqdump, an_orphan_checkpoint_is_swept_by_the_next_reader)
+{
+	char *dir = du_tmpdir("orphan");
+	char path[512];
+	const char *files[] = {".gone.bin.ckpt", ".kept.bin.ckpt", "kept.bin", ".other.txt.ckpt"};
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		int fd = open(path, O_CREAT | O_WRONLY, 0644);
+		cr_assert(fd >= 0, "%s", path);
+		close(fd);
+	}
+	blq_error err;
+	blq_dump_reader *rd = blq_dump_fs_reader_new(&(blq_dump_fs_config){.directory = dir}, &err);
+	cr_assert_not_null(rd, "%s", err.msg);
+	cr_expect_eq(du_count(dir, ".gone.bin.ckpt"), 0, "the orphan is gone");
+	cr_expect_eq(du_count(dir, ".kept.bin.ckpt"), 1, "its file is there: kept");
+	cr_expect_eq(du_count(dir, ".other.txt.ckpt"), 1, "not a checkpoint of *.bin: kept");
+	blq_dump_reader_free(rd);
+	du_rmrf(dir);
+}
