@@ -30,6 +30,7 @@
 #include "bench_blq.h"
 #include "bench_dump.h"
 #include "bench_restore.h"
+#include "noise.h"
 
 /* ---- allocation counter: interposes the allocator for the whole process */
 
@@ -454,6 +455,8 @@ static void usage(FILE *f)
 		"Workloads (default: all):\n"
 		"  W1   tiny tasks: 2 producers, 2,000,000 items, capacity 1024,\n"
 		"       2 fixed workers, ~50 ns task body\n"
+		"  W1-NOISY  W1 on a busy host: one CPU-bound thread per core (nice 0)\n"
+		"       spins beside it for the whole run (noise_threads=)\n"
 		"  W2   as W1 with a balanced pool, workers_min 1, workers_max 8\n"
 		"       (--compare: GLib with max_threads 8), then W2-VS-W1: W2 and W1\n"
 		"       back to back per round, w1_ratio = median of the round ratios\n"
@@ -511,9 +514,9 @@ int main(int argc, char **argv)
 	static const char *const names[] = {"W1",	"W2",	  "W3",	      "W4",
 					    "IDLE-BALANCED", "W1-PROM", "W1-QOS", "IDLE-QOS",
 					    "RETRY",	"DUMP-FS", "DUMP-REDIS", "W1-SELF",
-					    "RESTORE-REDIS"};
+					    "RESTORE-REDIS", "W1-NOISY"};
 	enum { W1, W2, W3, W4, IDLE, W1PROM, W1QOS, IDLEQOS, RETRY, DUMPFS, DUMPREDIS, W1SELF,
-	       RESTOREREDIS, NWL };
+	       RESTOREREDIS, W1NOISY, NWL };
 	char redis_host[256] = "";
 	int redis_port = 0;
 	bool compare = false, want[NWL] = {false};
@@ -596,6 +599,24 @@ int main(int argc, char **argv)
 				 .capacity = 1024, .task = tiny_task};
 		if (workload("W1", &s, &s, &fixed, compare ? all : blq_only, rounds, EXTRA_NONE,
 			     NULL) < 0)
+			return 1;
+	}
+	if (want[W1NOISY]) {
+		/* W1 on a busy host: the noise runs through every round of
+		 * every system, so they share the same neighbour. */
+		bench_shape s = {.producers = 2, .workers = 2, .items = items ? items : 2000000,
+				 .capacity = 1024, .task = tiny_task};
+		int n = bench_noise_start();
+		if (n < 0) {
+			fprintf(stderr, "blq-bench: W1-NOISY: cannot start the noise threads\n");
+			return 1;
+		}
+		char more[32];
+		snprintf(more, sizeof(more), "noise_threads=%d", n);
+		double r = workload("W1-NOISY", &s, &s, &fixed, compare ? all : blq_only, rounds,
+				    EXTRA_NONE, more);
+		bench_noise_stop();
+		if (r < 0)
 			return 1;
 	}
 	if (want[W2]) {
