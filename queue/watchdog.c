@@ -92,23 +92,25 @@ static void give_up_late(blq *q, blq__worker *w, uint64_t seen)
 {
 	if (!mark(w, seen))
 		return;
+	bool dropping = atomic_load_explicit(&q->forced, memory_order_acquire) != 0;
 	bool replaced = false;
 	pthread_mutex_lock(&q->pool_mu);
-	blq__worker *spare = atomic_load_explicit(&q->forced, memory_order_acquire) != 0
-				     ? NULL
-				     : idle_slot(q);
+	blq__worker *spare = dropping ? NULL : idle_slot(q);
 	if (spare != NULL && detach(q, w))
 		replaced = blq__pool_start(q, spare) == 0;
 	pthread_mutex_unlock(&q->pool_mu);
+	/* Said once per given-up attempt: replaced, kept at the bound, or
+	 * kept because the queue is dropping. (A worker that returned between
+	 * the mark and the detach needs no word; a failed start logs its own.) */
 	if (replaced)
 		blq__log(q, BLQ_LOG_WARN,
 			 "queue %s: worker %u ran past its time limit; worker %u took its place",
 			 q->name, w->index, spare->index);
-	else
-		blq__log(q, BLQ_LOG_WARN,
-			 "queue %s: worker %u ran past its time limit; no spare slot for a "
-			 "replacement",
-			 q->name, w->index);
+	else if (spare == NULL)
+		blq__log(q, BLQ_LOG_WARN, "queue %s: worker %u ran past its time limit; %s",
+			 q->name, w->index,
+			 dropping ? "no replacement while the queue closes"
+				  : "no spare slot for a replacement: kept");
 }
 
 /* Gives up every attempt past its limit; returns the earliest limit still
