@@ -14,14 +14,7 @@
 /* Internal: one heartbeat's work, run on the calling thread. */
 void blq__calibrate(blq *q);
 
-static _Atomic uint64_t mono_ns = 1000000000ull;
 static _Atomic uint64_t wall_ns;
-
-static uint64_t fake_mono(void *ctx)
-{
-	(void)ctx;
-	return atomic_load(&mono_ns);
-}
 
 static uint64_t fake_wall(void *ctx)
 {
@@ -32,12 +25,12 @@ static uint64_t fake_wall(void *ctx)
 static uint64_t slow_mono(void *ctx)
 {
 	tu_sleep_us(20);
-	return fake_mono(ctx);
+	return tu_fake_mono(ctx);
 }
 
 static void advance(uint64_t ns)
 {
-	atomic_fetch_add(&mono_ns, ns);
+	atomic_fetch_add(&tu_mono_ns, ns);
 	atomic_fetch_add(&wall_ns, ns);
 }
 
@@ -71,7 +64,7 @@ static blq_config balanced_cfg(size_t cap, unsigned min, unsigned max)
 	c.worker = gated;
 	c.item_free = tu_item_free;
 	c.heartbeat_interval_ns = 3600ull * 1000000000u; /* the test calibrates */
-	c.clock.now_ns = fake_mono;
+	c.clock.now_ns = tu_fake_mono;
 	c.clock.wall_ns = fake_wall;
 	return c;
 }
@@ -216,7 +209,7 @@ static unsigned burst_with_limit(unsigned limit)
 	blq_close(q);
 	cr_expect_eq(stats(q).processed, N * 200);
 	blq_free(q);
-	atomic_fetch_sub(&mono_ns, 10000000000ull);
+	atomic_fetch_sub(&tu_mono_ns, 10000000000ull);
 	return active;
 }
 

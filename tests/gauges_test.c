@@ -12,13 +12,6 @@
 #include "suite_util.h"
 
 static tu_gate gate;
-static _Atomic uint64_t mono_ns = 1000000000ull;
-
-static uint64_t fake_mono(void *ctx)
-{
-	(void)ctx;
-	return atomic_load(&mono_ns);
-}
 
 /* Ignores its token: holds the item in the gate whatever happens; then
  * claims the payload before freeing it (past its limit the watchdog may
@@ -98,7 +91,7 @@ Test(gauges, a_callback_past_its_limit_is_overrunning_until_it_returns)
 {
 	blq_config c = {.name = "o", .capacity = 4, .workers = 2, .worker = gated,
 			.item_free = tu_item_free};
-	c.clock.now_ns = fake_mono;
+	c.clock.now_ns = tu_fake_mono;
 	blq *q = must_new(&c);
 
 	blq_job slow = {.payload = tu_item_new(0), .timeout_ns = 30000000ull};
@@ -108,7 +101,7 @@ Test(gauges, a_callback_past_its_limit_is_overrunning_until_it_returns)
 	struct blq_stats s = stats(q);
 	cr_expect_eq(s.workers_busy, 2);
 	cr_expect_eq(s.workers_overrunning, 0, "within its limit");
-	atomic_fetch_add(&mono_ns, 30000000ull);
+	atomic_fetch_add(&tu_mono_ns, 30000000ull);
 	s = stats(q);
 	cr_expect_eq(s.workers_overrunning, 1);
 	cr_expect(json_has(q, "\"busy\":2,\"overrunning\":1}"));

@@ -23,18 +23,11 @@ void blq__timer_kick(blq *q);
 #define MS 1000000ull
 
 static tu_gate gate;
-static _Atomic uint64_t mono_ns = 1000000000ull;
 static _Atomic int claims_refused;
-
-static uint64_t fake_mono(void *ctx)
-{
-	(void)ctx;
-	return atomic_load(&mono_ns);
-}
 
 static void advance(blq *q, uint64_t ns)
 {
-	atomic_fetch_add(&mono_ns, ns);
+	atomic_fetch_add(&tu_mono_ns, ns);
 	blq__timer_kick(q);
 }
 
@@ -81,7 +74,7 @@ static blq_config cfg(unsigned workers)
 {
 	blq_config c = {.name = "wd", .capacity = 8, .workers = workers, .worker = stubborn,
 			.item_free = tu_item_free};
-	c.clock.now_ns = fake_mono;
+	c.clock.now_ns = tu_fake_mono;
 	return c;
 }
 
