@@ -33,6 +33,10 @@ typedef struct bench_shape {
 	uint64_t pace_ns;    /* 0: push as fast as possible */
 	void (*task)(void *payload);    /* the task body, run by consumers */
 	void (*on_push)(void *payload); /* optional, run by producers */
+	/* > 1: a producer hands over this many payloads per call (its
+	 * slice's last call may have fewer), in the same order, where the
+	 * system has a batch call (blq_enqueue_batch); not with pace_ns. */
+	unsigned batch;
 } bench_shape;
 
 /* GLib GThreadPool used as its documentation intends: g_thread_pool_new with
@@ -48,6 +52,11 @@ int64_t bench_run_mutex(const bench_shape *shape);
  * (rounded up to a power of two), producers and consumers spin with
  * sched_yield() while full or empty. No blocking, no accounting. */
 int64_t bench_run_ckring(const bench_shape *shape);
+
+/* The floor: no handoff at all, the task body alone spread over the
+ * cores (one thread per online CPU, each running its share of the items
+ * back to back). Elapsed ns from their release to the last one's end. */
+int64_t bench_run_floor(const bench_shape *shape);
 
 /* Monotonic clock in nanoseconds, shared by the driver and the baselines. */
 uint64_t bench_now_ns(void);

@@ -2,6 +2,8 @@
 
 #include <stdlib.h>
 
+#define BENCH_BATCH_MAX 256
+
 struct bench_producer_arg {
 	bench_producers *p;
 	unsigned index;
@@ -16,6 +18,22 @@ static void *producer_main(void *arg)
 
 	pthread_barrier_wait(&p->go);
 	uint64_t start = p->start_ns;
+	if (s->batch > 1 && p->push_batch != NULL) {
+		void *batch[BENCH_BATCH_MAX];
+		size_t b = s->batch < BENCH_BATCH_MAX ? s->batch : BENCH_BATCH_MAX;
+
+		for (size_t k = 0; k < per; k += b) {
+			size_t m = per - k < b ? per - k : b;
+
+			for (size_t j = 0; j < m; j++) {
+				batch[j] = (void *)(uintptr_t)(first + k + j + 1);
+				if (s->on_push != NULL)
+					s->on_push(batch[j]);
+			}
+			p->push_batch(p->sys, batch, m);
+		}
+		return NULL;
+	}
 	for (size_t k = 0; k < per; k++) {
 		void *payload = (void *)(uintptr_t)(first + k + 1);
 
@@ -36,6 +54,7 @@ int bench_producers_start(bench_producers *p, const bench_shape *s,
 
 	p->shape = s;
 	p->push = push;
+	p->push_batch = NULL; /* a system with one sets it before the release */
 	p->sys = sys;
 	p->threads = calloc(n, sizeof(*p->threads));
 	p->args = calloc(n, sizeof(*p->args));

@@ -13,6 +13,8 @@
 typedef struct bench_producers {
 	const bench_shape *shape;
 	void (*push)(void *sys, void *payload); /* the system's enqueue */
+	/* Its batch enqueue, used when shape->batch > 1 (NULL: none). */
+	void (*push_batch)(void *sys, void *const *payloads, size_t n);
 	void *sys;
 	pthread_barrier_t go; /* producers + the caller */
 	uint64_t start_ns;

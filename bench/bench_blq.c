@@ -25,6 +25,13 @@ static void push(void *sys, void *payload)
 		abort(); /* an open non-leaky queue never refuses */
 }
 
+static void push_batch(void *sys, void *const *payloads, size_t n)
+{
+	/* An open non-leaky queue takes the whole batch (waiting for room). */
+	if (blq_enqueue_batch(sys, payloads, n) != (ssize_t)n)
+		abort();
+}
+
 int64_t bench_run_blq(const bench_shape *s, const blq_config *base, uint64_t *allocs_in_run)
 {
 	blq_config c = *base;
@@ -44,6 +51,7 @@ int64_t bench_run_blq(const bench_shape *s, const blq_config *base, uint64_t *al
 		blq_free(q);
 		return -1;
 	}
+	p.push_batch = push_batch; /* used when the shape batches */
 	uint64_t allocs0 = bench_allocs();
 	bench_producers_go(&p);
 	bench_producers_join(&p);

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <blq/blq.h>
 
@@ -379,6 +380,37 @@ static int paired_ratio(const char *name, const bench_shape *s, const blq_config
 	return 0;
 }
 
+/* W1-BATCH: W1's items handed over in batches of 32 (blq_enqueue_batch),
+ * each round beside the floor (bench_run_floor: the task bodies alone over
+ * the cores). Two lines: the floor, and W1-BATCH with floor_ratio, the
+ * median of the per-round ratios W1-BATCH / floor. */
+static int w1_batch(size_t items, unsigned rounds, const blq_config *fixed)
+{
+	bench_shape s = {.producers = 2, .workers = 2, .items = items ? items : 2000000,
+			 .capacity = 1024, .task = tiny_task, .batch = 32};
+	double batch[64], floor[64], ratio[64], alloc_rate[64];
+	uint64_t run_allocs;
+
+	for (unsigned r = 0; r < rounds; r++) {
+		int64_t tf = bench_run_floor(&s);
+		int64_t tb = bench_run_blq(&s, fixed, &run_allocs);
+		if (tf < 0 || tb < 0)
+			return -1;
+		floor[r] = (double)tf / (double)s.items;
+		batch[r] = (double)tb / (double)s.items;
+		ratio[r] = batch[r] / floor[r];
+		alloc_rate[r] = (double)run_allocs / (double)s.items;
+	}
+	double f = median(floor, rounds), b = median(batch, rounds);
+	printf("BENCH W1 floor ns_per_item=%.1f items_per_s=%.0f threads=%ld rounds=%u\n", f,
+	       1e9 / f, sysconf(_SC_NPROCESSORS_ONLN), rounds);
+	printf("BENCH W1-BATCH blq ns_per_item=%.1f items_per_s=%.0f allocs_per_item=%.6g batch=%u "
+	       "floor_ratio=%.3f rounds=%u\n",
+	       b, 1e9 / b, median(alloc_rate, rounds), s.batch, median(ratio, rounds), rounds);
+	fflush(stdout);
+	return 0;
+}
+
 /* W1-SELF: plain W1 paired with itself, the control for the paired
  * ratios: how far this machine moves a ratio whose true value is 1. */
 static int w1_self(size_t items, unsigned rounds)
@@ -457,6 +489,9 @@ static void usage(FILE *f)
 		"       2 fixed workers, ~50 ns task body\n"
 		"  W1-NOISY  W1 on a busy host: one CPU-bound thread per core (nice 0)\n"
 		"       spins beside it for the whole run (noise_threads=)\n"
+		"  W1-BATCH  W1 with the producers handing over 32 items per call\n"
+		"       (blq_enqueue_batch), each round beside the floor: the task body\n"
+		"       alone on one thread per CPU (line BENCH W1 floor); floor_ratio\n"
 		"  W2   as W1 with a balanced pool, workers_min 1, workers_max 8\n"
 		"       (--compare: GLib with max_threads 8), then W2-VS-W1: W2 and W1\n"
 		"       back to back per round, w1_ratio = median of the round ratios\n"
@@ -514,9 +549,9 @@ int main(int argc, char **argv)
 	static const char *const names[] = {"W1",	"W2",	  "W3",	      "W4",
 					    "IDLE-BALANCED", "W1-PROM", "W1-QOS", "IDLE-QOS",
 					    "RETRY",	"DUMP-FS", "DUMP-REDIS", "W1-SELF",
-					    "RESTORE-REDIS", "W1-NOISY"};
+					    "RESTORE-REDIS", "W1-NOISY", "W1-BATCH"};
 	enum { W1, W2, W3, W4, IDLE, W1PROM, W1QOS, IDLEQOS, RETRY, DUMPFS, DUMPREDIS, W1SELF,
-	       RESTOREREDIS, W1NOISY, NWL };
+	       RESTOREREDIS, W1NOISY, W1BATCH, NWL };
 	char redis_host[256] = "";
 	int redis_port = 0;
 	bool compare = false, want[NWL] = {false};
@@ -619,6 +654,8 @@ int main(int argc, char **argv)
 		if (r < 0)
 			return 1;
 	}
+	if (want[W1BATCH] && w1_batch(items, rounds, &fixed) != 0)
+		return 1;
 	if (want[W2]) {
 		bench_shape s = {.producers = 2, .workers = 2, .items = items ? items : 2000000,
 				 .capacity = 1024, .task = tiny_task};

@@ -25,6 +25,13 @@ for s in glib mutex ckring; do
 	echo "$noisy" | grep -Eq "^BENCH W1-NOISY $s ns_per_item=[0-9.]+ .*blq_ratio=[0-9.]+" ||
 		{ echo "no W1-NOISY line for $s"; exit 1; }
 done
+# Batches beside the floor (the task bodies alone over the cores).
+bat=$("$bench" --rounds 1 --items 4000 W1-BATCH) || { echo "blq-bench W1-BATCH failed"; exit 1; }
+echo "$bat"
+echo "$bat" | grep -Eq "^BENCH W1 floor ns_per_item=[0-9.]+ items_per_s=[0-9]+ threads=[1-9][0-9]* rounds=1" ||
+	{ echo "no W1 floor line"; exit 1; }
+echo "$bat" | grep -Eq "^BENCH W1-BATCH blq ns_per_item=[0-9.]+ .*allocs_per_item=0 batch=32 floor_ratio=[0-9.]+ rounds=1" ||
+	{ echo "no W1-BATCH line (or it allocated per item)"; exit 1; }
 # The paired controls: W1 with itself, and RETRY.
 ctl=$("$bench" --rounds 1 --items 4000 W1-SELF RETRY) || { echo "blq-bench W1-SELF RETRY failed"; exit 1; }
 echo "$ctl"

@@ -176,9 +176,51 @@ static int rings_admit(void *state, blq__cell *c, blq__item *it, enum blq__mode 
 	return admit_slow(q, c, it, mode, woken);
 }
 
+/* A batch: as many as fit with one reservation per ring; when the rings
+ * are full, the first of the rest goes blq__place's way (a leak, a wait
+ * for room, or a refusal that ends the batch) and the others try the fast
+ * way again. */
+static size_t rings_admit_batch(void *state, blq__cell *c, const blq__item *tmpl,
+				void *const *payloads, size_t n, enum blq__mode mode,
+				blq__ec **woken, int *rc)
+{
+	blq *q = state;
+	size_t took = 0;
+	bool placed = false;
+
+	*rc = 0;
+	while (took < n) {
+		size_t k = blq__push_batch(q, tmpl, payloads + took, n - took);
+
+		if (k > 0) {
+			placed = true;
+			took += k;
+			continue;
+		}
+		/* The items placed so far woke nobody yet (the caller wakes
+		 * once, when it leaves): wake a worker before blq__place may
+		 * wait for room, or we would wait on sleepers while our own
+		 * items fill the rings. */
+		if (placed)
+			blq__ec_notify(&q->items_ec, 1);
+		blq__item it = *tmpl;
+		bool pushed;
+
+		it.payload = payloads[took];
+		*rc = blq__place(q, c, &it, mode, &pushed);
+		if (*rc != 0)
+			break;
+		placed |= pushed;
+		took++;
+	}
+	*woken = placed ? &q->items_ec : NULL;
+	return took;
+}
+
 const blq__engine blq__rings_engine = {
 	.name = "rings",
 	.check = rings_check,
 	.init = rings_init,
 	.admit = rings_admit,
+	.admit_batch = rings_admit_batch,
 };

@@ -1,5 +1,6 @@
 /*
- * The producer side: enqueue, try-enqueue, enqueue a job, and leaking.
+ * The producer side: enqueue, try-enqueue, batches, enqueue a job, and
+ * leaking.
  *
  * Fast path: count the producer in (`entered`, one locked add on its cell),
  * check the closed flag, push into a ring, count it out (`left`, a second
@@ -17,11 +18,17 @@
  * left (harmless: the reader looks again when woken) but never miss one
  * that is inside.
  *
+ * A batch (blq_enqueue_batch) is the same sequence once for n items:
+ * `entered` and `left` move by n, and the rings engine reserves the slots
+ * of as many as fit with one CAS per ring (rings.c, blq__push_batch), so
+ * the per-call costs (two locked adds, the closed check, the clock, the
+ * wake-up check) are shared by the batch. `refused` counts the items the
+ * call gave back.
+ *
  * Delayed items go to the timer (timer.c) instead of a ring, while the
  * producer still counts as in flight, so they are in q->staged before it
  * leaves (the close protocol above extends to them).
  */
-#include <sched.h>
 #include <stdint.h>
 
 #include "internal.h"
@@ -45,13 +52,13 @@ int64_t blq__inflight(const blq *q)
 	return (int64_t)(entered - left);
 }
 
-/* Counts the producer out and, if it placed the item, wakes whoever takes
- * it next (`woken`: a worker, or with QoS an egress thread) if one
+/* Counts the producer's n items out and, if it placed any, wakes whoever
+ * takes them next (`woken`: a worker, or with QoS an egress thread) if one
  * sleeps: blq__handoff, whose locked add on `left` is also the barrier the
- * wake-up check needs (engine.h). */
-static void leave(blq *q, blq__cell *c, blq__ec *woken)
+ * wake-up check needs (engine.h). One check per call, whatever n. */
+static void leave(blq *q, blq__cell *c, uint64_t n, blq__ec *woken)
 {
-	blq__handoff(&q->port, &c->left, 1, woken);
+	blq__handoff(&q->port, &c->left, n, woken);
 	if (woken == NULL) {
 		/* Refused or leaked: blq_wait_idle may be waiting for the
 		 * producers to leave. */
@@ -59,25 +66,103 @@ static void leave(blq *q, blq__cell *c, blq__ec *woken)
 	}
 }
 
-static void accepted(blq *q)
+static void accepted(blq *q, uint64_t n)
 {
 	const blq_metrics_writer *m = q->cfg.metrics;
 
 	if (m != NULL && m->queue_put != NULL)
-		m->queue_put(m->ctx, q->name);
+		for (uint64_t i = 0; i < n; i++)
+			m->queue_put(m->ctx, q->name);
 }
 
-/* Enqueue-side balancing (balancer.c): every 64th item per cell, grow the
- * pool when the fill rate reached the wakeup factor. `n` is this cell's
- * count before the item. (Starting a worker when none is active happens in
- * enqueue_item, before the producer counts itself out.) */
-static void balance_hint(blq *q, uint64_t n)
+/* The balancer samples every 64th item per cell: true when the items
+ * [before, before + n) of a cell include one. */
+static bool sample_due(uint64_t before, uint64_t n)
 {
-	if ((n & 63) != 63)
+	return (before >> 6) != ((before + n) >> 6);
+}
+
+/* Enqueue-side balancing (balancer.c): grow the pool when the fill rate
+ * reached the wakeup factor. (Starting a worker when none is active
+ * happens in finish, before the producer counts itself out.) */
+static void balance_hint(blq *q, uint64_t before, uint64_t n)
+{
+	if (!sample_due(before, n))
 		return;
 	uint64_t wake = atomic_load_explicit(&q->wakeup_permille, memory_order_relaxed);
 	if (blq__ready(q) * 1000 >= wake * q->capacity)
 		blq__scale_up_hint(q);
+}
+
+/* Counts the producer in for n items, before it reads `closed` (seq_cst
+ * RMW then seq_cst load: see "Close safety" above). False: closed.
+ * *before: the cell's count before them, which paces the samples. */
+static bool enter(blq *q, blq__cell *c, uint64_t n, uint64_t *before)
+{
+	*before = atomic_fetch_add_explicit(&c->entered, n, memory_order_seq_cst);
+	if (atomic_load_explicit(&q->closed, memory_order_seq_cst))
+		return false;
+	/* Force calibration (the original's): when force_calibration_limit
+	 * producers, this one included, are inside enqueue at once, calibrate
+	 * on this thread now. */
+	if (q->balanced && sample_due(*before, n) &&
+	    blq__inflight(q) >= (int64_t)q->cfg.force_calibration_limit)
+		blq__calibrate_try(q);
+	return true;
+}
+
+/* Reads the clock only when something needs it: the stamp, the deadline
+ * (relative on arrival, absolute from here on), a delay. Returns the time
+ * read (0 when none was). */
+static uint64_t stamp(blq *q, blq__item *it, uint64_t delay)
+{
+	if (!q->stamp && it->deadline_ns == 0 && delay == 0)
+		return 0;
+	uint64_t now = blq__now(q);
+
+	if (q->stamp)
+		it->enq_ns = now;
+	if (it->deadline_ns != 0)
+		it->deadline_ns = blq__sat_add(now, it->deadline_ns);
+	return now;
+}
+
+/* One counted item in: into the timer when delayed, else through the
+ * engine (*woken as its admit's). 0, or why it was refused. */
+static int take_in(blq *q, blq__cell *c, blq__item *it, enum blq__mode mode, uint64_t delay,
+		   uint64_t now, blq__ec **woken)
+{
+	if (delay == 0)
+		return q->engine->admit(q->engine_state, c, it, mode, woken);
+	int rc = blq__timer_add(q, it, now, delay, mode);
+
+	if (rc == BLQ_EFULL && q->leaky) {
+		/* A full timer leaks the new item (rear), whatever
+		 * leak_direction says: its oldest entries are the ones due
+		 * next. */
+		blq__to_dlq(q, c, it, &c->leaked_rear, BLQ_LEAK_REAR);
+		rc = 0;
+	}
+	return rc;
+}
+
+/* The producer's end: its n items counted in, `took` of them taken (placed
+ * or leaked), the rest refused. */
+static void finish(blq *q, blq__cell *c, uint64_t before, uint64_t n, uint64_t took,
+		   blq__ec *woken)
+{
+	/* No active worker for our items (workers_min 0): start one while we
+	 * still count as in flight, so a close cannot finish before it. */
+	if (woken != NULL && q->balanced && atomic_load_explicit(&q->n_active, memory_order_acquire) == 0)
+		blq__scale_up_hint(q);
+	if (took < n)
+		atomic_fetch_add_explicit(&c->refused, n - took, memory_order_relaxed);
+	leave(q, c, n, woken);
+	if (took > 0) {
+		accepted(q, took);
+		if (q->balanced)
+			balance_hint(q, before, took);
+	}
 }
 
 /* `delay` is relative; it->deadline_ns arrives relative and leaves
@@ -87,59 +172,82 @@ static int enqueue_item(blq *q, blq__item *it, enum blq__mode mode, uint64_t del
 {
 	blq__cell *c = blq__producer_cell(q);
 	blq__ec *woken = NULL; /* where the item went: who to wake */
-	int rc = 0;
+	uint64_t before;
+	int rc = BLQ_ECLOSED;
 
-	/* seq_cst RMW then seq_cst load: see "Close safety" above. The count
-	 * before us, per cell, paces the balancer's samples. */
-	uint64_t n = atomic_fetch_add_explicit(&c->entered, 1, memory_order_seq_cst);
-	if (atomic_load_explicit(&q->closed, memory_order_seq_cst)) {
-		rc = BLQ_ECLOSED;
-		goto out;
+	if (enter(q, c, 1, &before)) {
+		/* Priority is decided at the enqueue, delayed or not. */
+		if (q->engine->classify != NULL)
+			q->engine->classify(q->engine_state, it, weight);
+		rc = take_in(q, c, it, mode, delay, stamp(q, it, delay), &woken);
 	}
-	/* Force calibration (the original's): when force_calibration_limit
-	 * producers, this one included, are inside enqueue at once, calibrate
-	 * on this thread now. Sampled every 64th item per cell. */
-	if (q->balanced && (n & 63) == 63 &&
-	    blq__inflight(q) >= (int64_t)q->cfg.force_calibration_limit)
-		blq__calibrate_try(q);
-	/* Priority is decided at the enqueue, delayed or not. */
-	if (q->engine->classify != NULL)
-		q->engine->classify(q->engine_state, it, weight);
-	/* The clock is read only when something needs it. */
-	if (q->stamp || it->deadline_ns != 0 || delay != 0) {
-		uint64_t now = blq__now(q);
+	finish(q, c, before, 1, rc == 0, woken);
+	return rc;
+}
 
-		if (q->stamp)
-			it->enq_ns = now;
-		if (it->deadline_ns != 0)
-			it->deadline_ns = blq__sat_add(now, it->deadline_ns);
-		if (delay != 0) {
-			rc = blq__timer_add(q, it, now, delay, mode);
-			if (rc == BLQ_EFULL && q->leaky) {
-				/* A full timer leaks the new item (rear),
-				 * whatever leak_direction says: its oldest
-				 * entries are the ones due next. */
-				blq__to_dlq(q, c, it, &c->leaked_rear, BLQ_LEAK_REAR);
-				rc = 0;
-			}
-			goto out;
+/* A batch the engine cannot take at once (QoS) or that waits in the
+ * timer: item by item inside the batch's one count, each as enqueue_item
+ * would. A placed item wakes its taker before the next admission, which
+ * may wait for room that only that taker can make. */
+static size_t take_in_each(blq *q, blq__cell *c, const blq__item *tmpl, void *const *payloads,
+			   size_t n, enum blq__mode mode, uint64_t delay, uint64_t now,
+			   blq__ec **woken, int *rc)
+{
+	size_t took = 0;
+
+	for (; took < n; took++) {
+		blq__item it = *tmpl;
+		blq__ec *w = NULL;
+
+		it.payload = payloads[took];
+		if (q->engine->classify != NULL)
+			q->engine->classify(q->engine_state, &it, 0);
+		*rc = take_in(q, c, &it, mode, delay, now, &w);
+		if (*rc != 0)
+			break;
+		if (w != NULL) {
+			*woken = w;
+			if (took + 1 < n)
+				blq__ec_notify(w, 1);
 		}
 	}
-	rc = q->engine->admit(q->engine_state, c, it, mode, &woken);
-	/* No active worker for our item (workers_min 0): start one while we
-	 * still count as in flight, so a close cannot finish before it. */
-	if (woken != NULL && q->balanced && atomic_load_explicit(&q->n_active, memory_order_acquire) == 0)
-		blq__scale_up_hint(q);
-out:
-	if (rc != 0)
-		atomic_fetch_add_explicit(&c->refused, 1, memory_order_relaxed);
-	leave(q, c, woken);
-	if (rc == 0) {
-		accepted(q);
-		if (q->balanced)
-			balance_hint(q, n);
+	return took;
+}
+
+/* A batch: one count in and out (entered and left move by n), one clock
+ * read, the engine's batch admission (one reservation per ring) and one
+ * wake-up check, so an item costs a slot's copy and little else. */
+static ssize_t enqueue_batch(blq *q, void *const *payloads, size_t n, enum blq__mode mode)
+{
+	if (q == NULL || (payloads == NULL && n != 0) || n > (size_t)SSIZE_MAX)
+		return BLQ_EINVAL;
+	if (n == 0)
+		return 0;
+
+	blq__cell *c = blq__producer_cell(q);
+	blq__ec *woken = NULL;
+	uint64_t before, delay = q->cfg.delay_interval_ns;
+	size_t took = 0;
+	int rc = BLQ_ECLOSED;
+	blq__item tmpl = {
+		.deadline_ns = q->cfg.deadline_interval_ns,
+		.timeout_ns = q->cfg.timeout_ns,
+		.attempt = 1,
+	};
+
+	if (enter(q, c, n, &before)) {
+		uint64_t now = stamp(q, &tmpl, delay);
+
+		rc = 0;
+		if (delay == 0 && q->engine->admit_batch != NULL)
+			took = q->engine->admit_batch(q->engine_state, c, &tmpl, payloads, n, mode,
+						      &woken, &rc);
+		else
+			took = take_in_each(q, c, &tmpl, payloads, n, mode, delay, now, &woken,
+					    &rc);
 	}
-	return rc;
+	finish(q, c, before, n, took, woken);
+	return took > 0 ? (ssize_t)took : rc;
 }
 
 static int enqueue_payload(blq *q, void *payload, enum blq__mode mode)
@@ -164,6 +272,16 @@ int blq_enqueue(blq *q, void *payload)
 int blq_try_enqueue(blq *q, void *payload)
 {
 	return enqueue_payload(q, payload, BLQ__TRY);
+}
+
+ssize_t blq_enqueue_batch(blq *q, void *const *payloads, size_t n)
+{
+	return enqueue_batch(q, payloads, n, BLQ__BLOCK);
+}
+
+ssize_t blq_try_enqueue_batch(blq *q, void *const *payloads, size_t n)
+{
+	return enqueue_batch(q, payloads, n, BLQ__TRY);
 }
 
 int blq__enqueue_job_as(blq *q, const blq_job *job, const blq_done *done, bool try_only)

@@ -335,6 +335,10 @@ void blq__wait_note(const blq_done *d, int rc, uint32_t attempt);
 
 /* rings.c (and engine.h's blq__core_push, blq__core_room) */
 bool blq__push_any(blq *q, const blq__item *it);
+/* A batch: *tmpl with each payload in turn, pushed in order into the
+ * rings with one reservation per ring used. Returns how many went in (the
+ * first ones); fewer than n when the rings are full. */
+size_t blq__push_batch(blq *q, const blq__item *tmpl, void *const *payloads, size_t n);
 bool blq__pop_any(blq *q, unsigned start, blq__item *out); /* the due ring, then the rings */
 bool blq__pop_rings(blq *q, unsigned start, blq__item *out); /* the producers' rings only */
 

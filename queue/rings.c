@@ -28,6 +28,28 @@ bool blq__push_any(blq *q, const blq__item *it)
 	return false;
 }
 
+size_t blq__push_batch(blq *q, const blq__item *tmpl, void *const *payloads, size_t n)
+{
+	unsigned nr = q->nrings, start = nr == 1 ? 0 : blq__tls_rr++;
+	size_t done = 0;
+
+	/* One reservation per ring used, in the thread's round-robin order;
+	 * the items keep theirs. */
+	for (unsigned i = 0; i < nr && done < n; i++) {
+		blq__ring *r = &q->rings[(start + i) % nr];
+		uint64_t pos, k = blq__ring_reserve(r, n - done, &pos);
+
+		for (uint64_t j = 0; j < k; j++) {
+			blq__item it = *tmpl;
+
+			it.payload = payloads[done + j];
+			blq__ring_fill(r, pos + j, &it);
+		}
+		done += k;
+	}
+	return done;
+}
+
 bool blq__pop_any(blq *q, unsigned start, blq__item *out)
 {
 	/* Due retries and delayed items first (timer.c). */

@@ -87,34 +87,67 @@ static inline blq__slot *blq__ring_slot(const blq__ring *r, uint64_t pos)
 	return &r->slots[r->pow2 ? (pos & r->mask) : (pos % r->cap)];
 }
 
-/* Copies *it into the ring. False when full. Lock-free, no allocation. */
-static inline bool blq__ring_push(blq__ring *r, const BLQ__RING_ITEM *it)
+/* Claims up to n consecutive free positions at the tail with one CAS (a
+ * batch's reservation; a single push is the case n = 1). Returns how many
+ * (0: full) and the first in *first. The claimer then owns the positions
+ * until it fills each with blq__ring_fill; a consumer that reaches one not
+ * yet filled finds the ring "empty" there, as with a slow single push. */
+static inline uint64_t blq__ring_reserve(blq__ring *r, uint64_t n, uint64_t *first)
 {
 	uint64_t pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
 
 	for (;;) {
-		blq__slot *s = blq__ring_slot(r, pos);
-		/* Acquire pairs with the consumer's release below: the slot's
-		 * previous item was read out before we overwrite it. */
-		uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
-		int64_t diff = (int64_t)(seq - 2 * pos);
+		uint64_t k = 0;
+		int64_t diff = 0;
 
-		if (diff == 0) {
-			if (atomic_compare_exchange_weak_explicit(&r->tail, &pos, pos + 1,
+		/* Acquire pairs with the consumer's release in pop: each
+		 * slot's previous item was read out before we overwrite it.
+		 * Every slot is looked at: consumers free them out of order. */
+		while (k < n) {
+			uint64_t seq = atomic_load_explicit(&blq__ring_slot(r, pos + k)->seq,
+							    memory_order_acquire);
+
+			diff = (int64_t)(seq - 2 * (pos + k));
+			if (diff != 0)
+				break;
+			k++;
+		}
+		if (k > 0) {
+			/* A free slot stays free until its position's claimer
+			 * fills it, and that claimer is whoever wins this CAS. */
+			if (atomic_compare_exchange_weak_explicit(&r->tail, &pos, pos + k,
 								  memory_order_relaxed,
 								  memory_order_relaxed)) {
-				s->item = *it;
-				/* Release: the item is written before the slot
-				 * says full. */
-				atomic_store_explicit(&s->seq, 2 * pos + 1, memory_order_release);
-				return true;
+				*first = pos;
+				return k;
 			}
 		} else if (diff < 0) {
-			return false; /* the slot still holds last lap's item */
+			return 0; /* the slot still holds last lap's item */
 		} else {
 			pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
 		}
 	}
+}
+
+/* Fills a reserved position and publishes it to the consumers. */
+static inline void blq__ring_fill(blq__ring *r, uint64_t pos, const BLQ__RING_ITEM *it)
+{
+	blq__slot *s = blq__ring_slot(r, pos);
+
+	s->item = *it;
+	/* Release: the item is written before the slot says full. */
+	atomic_store_explicit(&s->seq, 2 * pos + 1, memory_order_release);
+}
+
+/* Copies *it into the ring. False when full. Lock-free, no allocation. */
+static inline bool blq__ring_push(blq__ring *r, const BLQ__RING_ITEM *it)
+{
+	uint64_t pos;
+
+	if (blq__ring_reserve(r, 1, &pos) == 0)
+		return false;
+	blq__ring_fill(r, pos, it);
+	return true;
 }
 
 /* Moves the oldest item into *out. False when empty (or when the oldest

@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h> /* ssize_t */
 
 #include <blq/clock.h>
 #include <blq/enqueuer.h>
@@ -344,6 +345,40 @@ BLQ_API int blq_enqueue(blq *q, void *payload);
  * Thread-safety: any number of threads at once.
  */
 BLQ_API int blq_try_enqueue(blq *q, void *payload);
+
+/**
+ * blq_enqueue_batch() - hand n payloads to the queue in one call, in order.
+ * @payloads: n payloads; the array itself is only read during the call.
+ * For producers that receive items in bursts (a socket read, a file
+ * block): the queue counts the call in and out once, reserves ring slots
+ * for as many as fit with one atomic operation per ring, reads the clock
+ * at most once and makes one wake-up check, instead of once per item.
+ * Items take the queue's defaults (delay, deadline, timeout), like
+ * blq_enqueue's. On a queue with QoS or with a delay_interval_ns the items
+ * are admitted one by one inside the call (same results, no saving).
+ * Like write(2), it reports how far it got:
+ * Return: how many payloads the queue took (the first ones): n, or fewer
+ * when the queue closed while the call waited for room; the queue owns
+ * payloads[0..r) (a leaky queue takes every payload, leaking the overflow
+ * to its DLQ by its leak_direction, as n blq_enqueue calls would) and the
+ * caller still owns payloads[r..n). A negative error when it took none:
+ * BLQ_ECLOSED (closing or closed), BLQ_EINVAL (q NULL, payloads NULL with
+ * n > 0, n > SSIZE_MAX). 0 when n is 0. Call again with the rest to learn
+ * why a partial batch stopped.
+ * Thread-safety: any number of threads at once, mixed with every other
+ * enqueue call.
+ */
+BLQ_API ssize_t blq_enqueue_batch(blq *q, void *const *payloads, size_t n);
+
+/**
+ * blq_try_enqueue_batch() - blq_enqueue_batch that never blocks: on a
+ * full queue without a DLQ it stops at the first payload without room.
+ * Return: how many payloads the queue took (the first ones; the caller
+ * still owns the rest), or, when it took none, BLQ_EFULL, BLQ_ECLOSED or
+ * BLQ_EINVAL (as blq_enqueue_batch). 0 when n is 0.
+ * Thread-safety: any number of threads at once; also from workers.
+ */
+BLQ_API ssize_t blq_try_enqueue_batch(blq *q, void *const *payloads, size_t n);
 
 /**
  * blq_enqueue_job() - blq_enqueue with per-job settings (delay, deadline,

@@ -123,6 +123,16 @@ typedef struct blq__engine {
 	 * BLQ__TIMER (then it must not wait on a graceful close). */
 	int (*admit)(void *state, blq__cell *c, blq__item *it, enum blq__mode mode,
 		     blq__ec **woken);
+	/* Takes in a batch (blq_enqueue_batch): *tmpl with each of
+	 * payloads[0..n) in turn, in order, as admit would one by one, with
+	 * one reservation where they fit at once. Returns how many it took
+	 * (placed or leaked); *rc is 0, or why it stopped (BLQ_EFULL,
+	 * BLQ_ECLOSED) with the rest still the caller's; *woken as admit's
+	 * (set when any item was placed). Never BLQ__TIMER. NULL: the core
+	 * admits the items one by one (classify included). */
+	size_t (*admit_batch)(void *state, blq__cell *c, const blq__item *tmpl,
+			      void *const *payloads, size_t n, enum blq__mode mode,
+			      blq__ec **woken, int *rc);
 	/* Wakes every thread sleeping on the engine's own event counts (a
 	 * close, a state change). Any thread. NULL: nothing to wake. */
 	void (*wake_all)(void *state);

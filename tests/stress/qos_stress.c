@@ -9,7 +9,8 @@
  * threads over 1 or 2 egress streams; 1 to 4 workers; leaky (rear or
  * front, a DLQ that sometimes refuses) or blocking; a custom evaluator
  * (the item's own percent) or the random one. 4 producers mix
- * blq_enqueue, blq_try_enqueue and blq_enqueue_job (yielding after each
+ * blq_enqueue, blq_try_enqueue, blq_enqueue_job and batches of 1 to 16
+ * (blocking or try) (yielding after each
  * item in half the rounds, so the egress keeps up) while the queue is
  * closed at a random moment, gracefully, with a short timeout, or by
  * force. After the close every accepted item must have exactly one
@@ -161,34 +162,66 @@ typedef struct producer_arg {
 	unsigned index;
 } producer_arg;
 
+/* Counts the outcome of an enqueue call for `it` (rc: 0 accepted). */
+static void count_enqueue(round_ctx *r, item *it, int rc)
+{
+	if (rc == 0) {
+		it->accepted = true;
+		atomic_fetch_add(&r->accepted, 1);
+	} else if (rc != BLQ_ECLOSED && rc != BLQ_EFULL) {
+		complain(r, "enqueue returned an unexpected code", it);
+	}
+}
+
 static void *producer(void *p)
 {
 	producer_arg *a = p;
 	round_ctx *r = a->r;
 	unsigned seed = r->seed * 17 + a->index;
 
-	for (uint64_t i = 0; i < r->per; i++) {
-		item *it = &r->items[a->index * r->per + i];
-		int rc, how = rand_r(&seed) % 4;
+	for (uint64_t i = 0; i < r->per;) {
+		int how = rand_r(&seed) % 5;
+		/* how 4: a batch (blocking or try) of 1 to 16 items, which a
+		 * QoS queue admits one by one inside the call. */
+		unsigned m = how == 4 ? 1 + rand_r(&seed) % 16 : 1;
+		void *batch[16];
 
-		it->producer = a->index;
-		it->seq = i;
-		it->percent = 1 + (unsigned)rand_r(&seed) % 100;
-		atomic_store(&it->magic, LIVE);
-		if (how == 0) {
-			rc = blq_try_enqueue(r->q, it);
-		} else if (how == 1) {
-			blq_job job = {.payload = it, .weight = it->percent};
-			rc = blq_enqueue_job(r->q, &job);
+		if (m > r->per - i)
+			m = (unsigned)(r->per - i);
+		for (unsigned k = 0; k < m; k++) {
+			item *it = &r->items[a->index * r->per + i + k];
+
+			it->producer = a->index;
+			it->seq = i + k;
+			it->percent = 1 + (unsigned)rand_r(&seed) % 100;
+			atomic_store(&it->magic, LIVE);
+			batch[k] = it;
+		}
+		if (how == 4) {
+			bool try_only = rand_r(&seed) % 2;
+			ssize_t took = try_only ? blq_try_enqueue_batch(r->q, batch, m)
+						: blq_enqueue_batch(r->q, batch, m);
+
+			if (took > (ssize_t)m)
+				complain(r, "a batch took more than it was given", batch[0]);
+			for (unsigned k = 0; k < m; k++)
+				count_enqueue(r, batch[k],
+					      (ssize_t)k < took ? 0 : took < 0 ? (int)took : BLQ_EFULL);
 		} else {
-			rc = blq_enqueue(r->q, it);
+			item *it = batch[0];
+			int rc;
+
+			if (how == 0) {
+				rc = blq_try_enqueue(r->q, it);
+			} else if (how == 1) {
+				blq_job job = {.payload = it, .weight = it->percent};
+				rc = blq_enqueue_job(r->q, &job);
+			} else {
+				rc = blq_enqueue(r->q, it);
+			}
+			count_enqueue(r, it, rc);
 		}
-		if (rc == 0) {
-			it->accepted = true;
-			atomic_fetch_add(&r->accepted, 1);
-		} else if (rc != BLQ_ECLOSED && rc != BLQ_EFULL) {
-			complain(r, "enqueue returned an unexpected code", it);
-		}
+		i += m;
 		if (rand_r(&seed) % 64 == 0)
 			spin(&seed);
 		if (r->paced)

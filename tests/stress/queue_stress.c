@@ -4,7 +4,8 @@
  * sequence number and an outcome counter, so a double take, a lost item or
  * a reordering is caught by the test itself.
  *
- * Each round: 4 producers, 4 workers, a small capacity, random worker
+ * Each round: 4 producers (a quarter of their calls blocking or try
+ * batches of 1 to 32 items), 4 workers, a small capacity, random worker
  * failures and stalls, a DLQ that sometimes refuses, alternating rear and
  * front leaking, streams 1 or 3, and a close chosen at random (graceful,
  * with a short timeout, forced). After the close every accepted item must
@@ -47,6 +48,7 @@ typedef struct round_ctx {
 	uint64_t per;
 	unsigned fail_pct;
 	_Atomic bool dlq_refuses;
+	_Atomic bool closing; /* raised just before the close starts */
 	_Atomic uint64_t dlq_got;
 	/* last sequence seen per worker and producer: FIFO check (streams 1) */
 	uint64_t last_seq[WORKERS][PRODUCERS];
@@ -127,25 +129,67 @@ typedef struct producer_arg {
 	unsigned index;
 } producer_arg;
 
+/* Counts the outcome of an enqueue call for `it` (rc: 0 accepted). */
+static void count_enqueue(round_ctx *r, item *it, int rc)
+{
+	if (rc == 0) {
+		it->accepted = true;
+		atomic_fetch_add(&r->accepted, 1);
+	} else if (rc != BLQ_ECLOSED && rc != BLQ_EFULL) {
+		fail_check(r, "enqueue returned an unexpected code", it);
+	}
+}
+
+/* A batch of m items from i on, blocking or try: the queue owns the
+ * first `took`, the producer keeps the rest (refused, as with a single
+ * call's error). */
+static void enqueue_batch(round_ctx *r, unsigned producer, uint64_t i, unsigned m, bool try_only)
+{
+	void *batch[32];
+
+	for (unsigned k = 0; k < m; k++)
+		batch[k] = &r->items[producer * r->per + i + k];
+	ssize_t took = try_only ? blq_try_enqueue_batch(r->q, batch, m)
+				: blq_enqueue_batch(r->q, batch, m);
+	int rc = took < 0 ? (int)took : BLQ_EFULL; /* why the rest stayed ours */
+
+	/* A blocking batch stops short only at a close (the flag is raised
+	 * before it starts, so a short batch always finds it raised). */
+	if (took > (ssize_t)m || (!try_only && took < (ssize_t)m && !atomic_load(&r->closing)))
+		fail_check(r, "a blocking batch stopped short on an open queue", batch[0]);
+	for (unsigned k = 0; k < m; k++)
+		count_enqueue(r, batch[k], (ssize_t)k < took ? 0 : rc);
+}
+
 static void *producer(void *p)
 {
 	producer_arg *a = p;
 	round_ctx *r = a->r;
 	unsigned seed = r->seed * 31 + a->index;
 
-	for (uint64_t i = 0; i < r->per; i++) {
-		item *it = &r->items[a->index * r->per + i];
+	for (uint64_t i = 0; i < r->per;) {
+		/* A quarter of the calls are batches of 1 to 32 items. */
+		unsigned how = rand_r(&seed) % 8;
+		unsigned m = how < 2 ? 1 + rand_r(&seed) % 32 : 1;
 
-		it->producer = a->index;
-		it->seq = i;
-		atomic_store(&it->magic, MAGIC_LIVE);
-		int rc = (rand_r(&seed) % 4 == 0) ? blq_try_enqueue(r->q, it) : blq_enqueue(r->q, it);
-		if (rc == 0) {
-			it->accepted = true;
-			atomic_fetch_add(&r->accepted, 1);
-		} else if (rc != BLQ_ECLOSED && rc != BLQ_EFULL) {
-			fail_check(r, "enqueue returned an unexpected code", it);
+		if (m > r->per - i)
+			m = (unsigned)(r->per - i);
+		for (unsigned k = 0; k < m; k++) {
+			item *it = &r->items[a->index * r->per + i + k];
+
+			it->producer = a->index;
+			it->seq = i + k;
+			atomic_store(&it->magic, MAGIC_LIVE);
 		}
+		if (how < 2) {
+			enqueue_batch(r, a->index, i, m, how == 0);
+		} else {
+			item *it = &r->items[a->index * r->per + i];
+
+			count_enqueue(r, it, how == 2 || how == 3 ? blq_try_enqueue(r->q, it)
+								   : blq_enqueue(r->q, it));
+		}
+		i += m;
 		if (rand_r(&seed) % 64 == 0)
 			stall(&seed);
 	}
@@ -197,6 +241,7 @@ static int run_round(unsigned round, uint64_t per)
 	nanosleep(&ts, NULL);
 	if (rand_r(&seed) % 4 == 0)
 		atomic_store(&r->dlq_refuses, true);
+	atomic_store(&r->closing, true);
 	const char *how = stress_close(r->q, closing, &seed);
 	for (unsigned i = 0; i < PRODUCERS; i++)
 		pthread_join(t[i], NULL);
