@@ -36,7 +36,7 @@
  *   of blq_wait_idle; and every sleeper when closed (blq__wake_all), as
  *   the staged protocol asks.
  * - Blocking, no spinning: with nothing to take, a mover flushes, takes a
- *   few yielding looks (BLQ__SPIN_ROUNDS, as the workers do), then sleeps
+ *   few yielding looks (spin.h, as the workers do), then sleeps
  *   on qos->ec after announcing itself and trying once more (ec.h). Each
  *   producer that pushed into a sub-queue wakes one (enqueue.c, leave: a
  *   load when nobody sleeps); a woken mover passes a wake-up on to the
@@ -114,8 +114,8 @@ static bool wait_room(blq__mover *m)
 	if ((m->room = blq__core_room(s->port.q)) > 0)
 		return true;
 	flush(m);
-	for (unsigned i = 0; i < BLQ__SPIN_ROUNDS && !ending(s); i++) {
-		sched_yield();
+	for (unsigned i = 0, n = blq__spin_rounds(s->port.spin); i < n && !ending(s); i++) {
+		blq__spin_yield(s->port.spin, &n);
 		if ((m->room = blq__core_room(s->port.q)) > 0)
 			return true;
 	}
@@ -202,8 +202,8 @@ static bool next(blq__mover *m, blq__item *it)
 		if (take(m, it))
 			break;
 		flush(m);
-		for (unsigned i = 0; i < BLQ__SPIN_ROUNDS && !ending(s); i++) {
-			sched_yield();
+		for (unsigned i = 0, n = blq__spin_rounds(s->port.spin); i < n && !ending(s); i++) {
+			blq__spin_yield(s->port.spin, &n);
 			if (take(m, it))
 				goto got;
 		}
@@ -245,8 +245,8 @@ static bool push(blq__mover *m, const blq__item *it)
 	if (push_any(m, it))
 		return true;
 	flush(m);
-	for (unsigned i = 0; i < BLQ__SPIN_ROUNDS && !ending(s); i++) {
-		sched_yield();
+	for (unsigned i = 0, n = blq__spin_rounds(s->port.spin); i < n && !ending(s); i++) {
+		blq__spin_yield(s->port.spin, &n);
 		if (push_any(m, it))
 			return true;
 	}

@@ -113,10 +113,10 @@ static int wait_push(struct blq__qos *s, blq__subq *sq, const blq__item *it)
 {
 	const _Atomic int *closed = s->port.closed;
 
-	for (unsigned i = 0; i < BLQ__SPIN_ROUNDS; i++) {
+	for (unsigned i = 0, n = blq__spin_rounds(s->port.spin); i < n; i++) {
 		if (atomic_load_explicit(closed, memory_order_relaxed))
 			return BLQ_ECLOSED;
-		sched_yield();
+		blq__spin_yield(s->port.spin, &n);
 		if (subq_push(s, sq, it))
 			return 0;
 	}

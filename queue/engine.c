@@ -35,6 +35,7 @@ int blq__engine_setup(blq *q, unsigned *streams)
 		.forced = &q->forced,
 		.items = &q->items_ec,
 		.space = &q->space_ec,
+		.spin = &q->spin,
 		.idle = &q->idle_ec,
 	};
 	rc = q->engine->init(&q->cfg, &q->port, &q->engine_state, &shape);

@@ -28,10 +28,10 @@ static bool give_up(const blq *q, enum blq__mode mode)
 
 static bool spin_push(blq *q, const blq__item *it, enum blq__mode mode)
 {
-	for (unsigned i = 0; i < BLQ__SPIN_ROUNDS; i++) {
+	for (unsigned i = 0, n = blq__spin_rounds(&q->spin); i < n; i++) {
 		if (give_up(q, mode))
 			return false;
-		sched_yield();
+		blq__spin_yield(&q->spin, &n);
 		if (blq__push_any(q, it))
 			return true;
 	}

@@ -211,6 +211,8 @@ struct blq {
 	blq__ec idle_ec;
 	blq__ec pause_ec;
 	blq__ec hb_ec;
+	/* Whether waits yield before they sleep (spin.h): its own line. */
+	blq__spin spin;
 
 	/* -- Atomic flags read on every enqueue, written rarely (close,
 	 * pause, the balancer). seq_cst where the close protocol pairs them

@@ -260,7 +260,7 @@ static void wait_items(blq *q, blq__worker *w, uint32_t snap)
  * the workers it keeps. */
 static bool spin_pop(blq *q, blq__worker *w, unsigned home, blq__item *it)
 {
-	for (unsigned i = 0; i < BLQ__SPIN_ROUNDS; i++) {
+	for (unsigned i = 0, n = blq__spin_rounds(&q->spin); i < n; i++) {
 		blq__cpu_relax();
 		if (blq__pop_any(q, home, it))
 			return true;
@@ -268,7 +268,7 @@ static bool spin_pop(blq *q, blq__worker *w, unsigned home, blq__item *it)
 		    atomic_load_explicit(&q->paused, memory_order_relaxed) ||
 		    atomic_load_explicit(&w->cmd, memory_order_relaxed) != BLQ__CMD_RUN)
 			return false;
-		sched_yield();
+		blq__spin_yield(&q->spin, &n);
 		if (blq__pop_any(q, home, it))
 			return true;
 	}

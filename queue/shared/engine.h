@@ -36,13 +36,11 @@
 
 #include "ec.h"
 #include "item_ring.h"
+#include "spin.h"
 
 /* Limits the core and the engines share. */
 #define BLQ__NAME_MAX 63
 #define BLQ__CAPACITY_LIMIT (1ull << 30)
-/* Looks (each a sched_yield) a thread makes before it sleeps on an empty
- * or full ring. */
-#define BLQ__SPIN_ROUNDS 16u
 
 /* A producer's counter cell: opaque to engines, which pass it back to
  * blq__core_leak and blq__place (the leak is counted on it). */
@@ -84,6 +82,7 @@ typedef struct blq__port {
 	blq__ec *space; /* threads that wait for ring room; workers notify it
 			 * when the rings have drained to half */
 	blq__ec *idle;  /* blq_wait_idle's callers */
+	blq__spin *spin; /* the queue's yielding looks (spin.h) */
 } blq__port;
 
 /* What an engine tells the queue at creation. */
