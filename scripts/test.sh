@@ -28,11 +28,13 @@ log() { printf '== %s\n' "$*"; }
 # (redis-benchmark for blq-bench); iproute2, util-linux (ip netns, nsenter):
 # the multi-host tests' network namespaces; clang, libclang-rt-14-dev: libFuzzer;
 # libmicrohttpd-dev, libjansson-dev: blq-demo; curl, jq: its end-to-end
-# tests (a real Prometheus server from the prometheus package among them).
+# tests (a real Prometheus server from the prometheus package among them);
+# spin: the model check of the wait/wake protocol (scripts/model_check.sh).
 # The dashboard's browser test installs chromium, node and npm below.
 packages=(build-essential cmake pkg-config libck-dev libcriterion-dev libglib2.0-dev
 	prometheus python3-prometheus-client libhiredis-dev redis-server clang
-	libclang-rt-14-dev libmicrohttpd-dev libjansson-dev curl jq iproute2 util-linux)
+	libclang-rt-14-dev libmicrohttpd-dev libjansson-dev curl jq iproute2 util-linux
+	spin)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -185,6 +187,25 @@ if [ "$fuzz_seconds" -gt 0 ]; then
 		tail -n 30 "$dir.configure.log" "$dir.build.log" 2>/dev/null
 		echo "fuzz: build FAILED"
 	fi
+fi
+
+# --- the wait/wake protocol, model-checked (SPIN) --------------------------
+# models/ec.pml through scripts/model_check.sh (docs/model-check.md): the
+# model as the code is passes each exhaustive search, and each broken
+# variant gives an error trail. One count per check, from its summary line.
+log "model check: the event count's wait/wake protocol (SPIN)"
+scripts/model_check.sh >build/test-model-check.log 2>&1
+mc_rc=$?
+cat build/test-model-check.log
+mc=$(sed -n 's/^model check: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' build/test-model-check.log)
+if [ -n "$mc" ]; then
+	read -r mc_passed mc_failed <<<"$mc"
+	passed=$((passed + mc_passed))
+	failed=$((failed + mc_failed))
+fi
+if [ -z "$mc" ] || { [ "$mc_rc" -ne 0 ] && [ "$mc_failed" -eq 0 ]; }; then
+	failed=$((failed + 1))
+	echo "model check: FAILED (exit $mc_rc, build/test-model-check.log)"
 fi
 
 # --- the installed package works for a consumer ---------------------------

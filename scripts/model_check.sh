@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Model-checks the wait/wake protocol (models/ec.pml: the event count of
+# util/ec.h around a ring that fills and empties) with SPIN: the model as
+# the code is must pass an exhaustive search in each size below, and each
+# broken variant (a barrier or an acknowledgement taken out) must give an
+# error trail. One line per check, then "model check: N passed, N failed";
+# the exit status is non-zero when any check went wrong. Builds in a
+# temporary directory (MODEL_CHECK_KEEP=1 keeps it, with the trails).
+# docs/model-check.md says what is modelled and what each variant shows.
+#
+# Environment: MODEL_CHECK_TIMEOUT, seconds per search (default 300);
+# MODEL_CHECK_MEMLIM, megabytes per search (default 2048).
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+model=$root/models/ec.pml
+timeout_s=${MODEL_CHECK_TIMEOUT:-300}
+memlim=${MODEL_CHECK_MEMLIM:-2048}
+
+declare -A package=([spin]=spin [gcc]=gcc [timeout]=coreutils)
+for tool in spin gcc timeout; do
+	if ! command -v "$tool" >/dev/null 2>&1; then
+		echo "model_check.sh: '$tool' not found: install it (Debian: apt-get install ${package[$tool]})" >&2
+		exit 2
+	fi
+done
+
+# Where a failed search's trail is ("spin -t -p <flags> ec.pml" there
+# replays it): <n> is the search's number.
+work=$(mktemp -d /tmp/blq-model-check.XXXXXX) || exit 2
+if [ "${MODEL_CHECK_KEEP:-0}" = 1 ]; then
+	echo "model check: working directory $work (kept)"
+	where="the trail is in $work/<n>"
+else
+	trap 'rm -rf "$work"' EXIT
+	where='MODEL_CHECK_KEEP=1 keeps the trail'
+fi
+
+passed=0
+failed=0
+
+# Sizes of the correct model's runs (each a full search of a few seconds):
+#   1 producer, 2 workers, 2 items, ring of 1, with the balancer's stop
+#   2 producers, 2 workers, 1 item each, ring of 1 (no stop: too large)
+#   1 producer, 2 workers, 3 items, ring of 2 (the half-drain wake), stop
+#   1 producer, 3 workers, 1 item, ring of 1 (wake-one among 2 sleepers)
+sizes=("-DNP=1 -DNW=2 -DK=2 -DCAP=1"
+	"-DNP=2 -DNW=2 -DK=1 -DCAP=1 -DNOSTOP"
+	"-DNP=1 -DNW=2 -DK=3 -DCAP=2"
+	"-DNP=1 -DNW=3 -DK=1 -DCAP=1 -DNOSTOP")
+# The broken variants, checked in the first size.
+broken=(NO_FENCE NO_HANDOFF_FENCE NO_ACK ACK_BEFORE_SNAP)
+
+# Runs one search: spin -a, gcc (-O2; -O0 for the broken variants, whose
+# searches are tiny: compiling pan.c at -O2 takes longer than they do),
+# pan. Sets `out` (pan's output) and `secs`; non-zero when it could not run.
+n=0
+search() {
+	local defs=$1 opt=$2 dir
+	n=$((n + 1))
+	dir=$work/$n
+	mkdir -p "$dir" && cp "$model" "$dir/ec.pml" || return 1
+	# shellcheck disable=SC2086 # $defs is a list of -D flags
+	if ! (cd "$dir" && spin -a $defs ec.pml >spin.log 2>&1); then
+		out="spin -a failed: $(tail -n 3 "$dir/spin.log" | tr '\n' ' ')"
+		return 1
+	fi
+	if ! (cd "$dir" && gcc -w "$opt" -DSAFETY -DCOLLAPSE -DMEMLIM="$memlim" -o pan pan.c) >"$dir/gcc.log" 2>&1; then
+		out="gcc failed: $(tail -n 3 "$dir/gcc.log" | tr '\n' ' ')"
+		return 1
+	fi
+	local t0 t1
+	t0=$(date +%s.%N)
+	out=$(cd "$dir" && timeout "$timeout_s" ./pan -m100000 2>&1)
+	local rc=$?
+	t1=$(date +%s.%N)
+	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+	printf '%s\n' "$out" | grep -v '^Depth=' >"$dir/pan.out"
+	if [ "$rc" -eq 124 ]; then
+		out="pan timed out after $timeout_s s"
+		return 1
+	fi
+	return 0
+}
+
+# The search was complete: not cut by -m, MEMLIM or a crash.
+complete() {
+	! grep -q 'error: max search depth too small' <<<"$out" &&
+		! grep -q 'Search not completed' <<<"$out" &&
+		grep -q 'states, stored' <<<"$out"
+}
+
+field() { # the number before "$1" on pan's summary lines
+	sed -n "s/^ *\([0-9][0-9.e+]*\) $1.*/\1/p" <<<"$out" | head -n 1
+}
+
+for s in "${sizes[@]}"; do
+	label="correct ${s//-D/}"
+	if ! search "$s" -O2; then
+		failed=$((failed + 1))
+		echo "model check: $label: FAILED ($out)"
+		continue
+	fi
+	errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' <<<"$out" | tail -n 1)
+	depth=$(sed -n 's/.*depth reached \([0-9]*\).*/\1/p' <<<"$out" | tail -n 1)
+	if [ "$errors" = 0 ] && complete; then
+		passed=$((passed + 1))
+		echo "model check: $label: ok ($(field 'states, stored') states, depth $depth, complete, errors: 0, $secs s)"
+	else
+		failed=$((failed + 1))
+		why=$(grep -m 1 -E '^pan:[0-9]|error: max search depth|Search not completed|MEMLIM' <<<"$out")
+		echo "model check: $label: FAILED (errors: ${errors:-?}; ${why:-no summary}; ${where/<n>/$n})"
+	fi
+done
+
+for v in "${broken[@]}"; do
+	label="broken -D$v ${sizes[0]//-D/}"
+	if ! search "${sizes[0]} -D$v" -O0; then
+		failed=$((failed + 1))
+		echo "model check: $label: FAILED ($out)"
+		continue
+	fi
+	errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' <<<"$out" | tail -n 1)
+	if [ -n "$errors" ] && [ "$errors" -gt 0 ]; then
+		passed=$((passed + 1))
+		what=$(grep -m 1 -E '^pan:[0-9]+:' <<<"$out")
+		echo "model check: $label: fails as it must ($what; $(field 'states, stored') states, $secs s)"
+	else
+		failed=$((failed + 1))
+		echo "model check: $label: FAILED (no error found: the model no longer tells this variant apart)"
+	fi
+done
+
+echo "model check: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
