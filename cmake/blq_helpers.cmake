@@ -50,8 +50,14 @@ function(blq_module name)
   set_property(GLOBAL APPEND PROPERTY BLQ_MODULES ${t})
 endfunction()
 
-# Sanitizers are set per target, never through global flags.
+# Sanitizers are set per target, never through global flags. Every
+# sanitizer build compiles ck with CK_USE_CC_BUILTINS=1: compiler builtins
+# instead of ck's inline assembly, which no sanitizer sees into; a TSan
+# build then takes ck's atomics from util/ck_tsan.h (why: there).
 function(blq_sanitize target)
+  if(NOT BLQ_SANITIZE STREQUAL "")
+    target_compile_definitions(${target} PRIVATE CK_USE_CC_BUILTINS=1)
+  endif()
   if(BLQ_SANITIZE STREQUAL "address")
     target_compile_options(${target} PRIVATE -fsanitize=address,undefined
       -fno-sanitize-recover=undefined -fno-omit-frame-pointer)

@@ -10,12 +10,23 @@
  *   once) that path was the workers' largest cost after the task itself.
  *
  * Design
- * - Each worker owns an inbox: a single-producer single-consumer ring of
- *   timed entries (inbox.h), allocated at its first retry. The worker
- *   writes an entry and publishes it with a release store; the timer
+ * - Each worker owns an inbox (inbox.h), allocated at its first retry:
+ *   Concurrency Kit's ck_ring in SPSC mode, holding timed entries by value
+ *   (CK_RING_PROTOTYPE). SPSC fits because there is one producer, the
+ *   worker (only it retries its items), and one consumer at a time:
+ *   whoever holds the timer's mutex, or the closer's sweep after the
+ *   joins; the mutex (or the join) orders one consumer after the last.
+ *   ck gives the ring's ordering (an entry is written before the tail
+ *   publishes it, and read out before the head hands its slot back) and
+ *   its layout (head and tail on lines of their own); this file keeps the
+ *   reservation, the accounting and the wake-up around it.
+ * - The worker reserves a slot (ck's reservation is only a pointer, so a
+ *   full timer gives it up for free), fills it and commits; the timer
  *   thread moves the entries into its lane or heap under its mutex when it
  *   wakes (timer.c, drain), before it decides how long to sleep, and so
- *   does a worker serving due items (blq__timer_assist).
+ *   does a worker serving due items (blq__timer_assist). The drain reads
+ *   each inbox's head in place to merge them (inbox.h, blq__inbox_head:
+ *   ck_ring has no peek), and takes an entry only once the timer has it.
  * - Capacity stays exact: the worker reserves its place in the timer's
  *   count (`held`, a CAS that never takes it past timer_capacity), like
  *   the locked path does. A full inbox or a full timer takes the locked
@@ -58,6 +69,7 @@ static blq__inbox *own_inbox(blq__worker *w)
 		if (b == NULL)
 			return NULL;
 		memset(b, 0, offsetof(blq__inbox, slot));
+		ck_ring_init(&b->ring, BLQ__INBOX_SLOTS);
 		atomic_store_explicit(&w->inbox, b, memory_order_release);
 	}
 	return b;
@@ -69,7 +81,7 @@ static void kick_if_late(blq *q, uint64_t due, uint64_t delay)
 {
 	blq__timer *t = &q->timer;
 
-	/* StoreLoad: our tail before its sleep_until (see the design). */
+	/* StoreLoad: our commit before its sleep_until (see the design). */
 	blq__full_fence();
 	uint64_t wake = atomic_load_explicit(&t->sleep_until, memory_order_relaxed);
 	if (wake != 0 && blq__sat_add(due, blq__timer_wake_slack(t, delay)) < wake) {
@@ -88,8 +100,10 @@ bool blq__inbox_add(blq *q, blq__worker *w, const blq__item *it, uint64_t now, u
 	blq__inbox *b = own_inbox(w);
 	if (b == NULL)
 		return false;
-	uint64_t tail = atomic_load_explicit(&b->tail, memory_order_relaxed);
-	if (tail - atomic_load_explicit(&b->head, memory_order_acquire) == BLQ__INBOX_CAP)
+	/* A slot first (NULL when full): ck's reservation is only a pointer,
+	 * so giving it up below costs nothing. */
+	blq__timed *slot = ck_ring_enqueue_reserve_spsc_blq_timed(&b->ring, b->slot);
+	if (slot == NULL)
 		return false;
 	/* Staged before it shows in `held` (blq_stats: delayed <= size): the
 	 * reservation's CAS is a release, so this store stays before it. We
@@ -101,9 +115,10 @@ bool blq__inbox_add(blq *q, blq__worker *w, const blq__item *it, uint64_t now, u
 		return false;
 	}
 	uint64_t due = blq__sat_add(now, delay);
-	b->slot[tail % BLQ__INBOX_CAP] = (blq__timed){
-		.due = due, .since = now, .origin = w->index, .item = *it};
-	atomic_store_explicit(&b->tail, tail + 1, memory_order_release);
+	*slot = (blq__timed){.due = due, .since = now, .origin = w->index, .item = *it};
+	/* Published only once `held` counts it: whoever takes it out lowers
+	 * `held` for it. */
+	ck_ring_enqueue_commit_spsc(&b->ring);
 	kick_if_late(q, due, delay);
 	return true;
 }

@@ -15,9 +15,10 @@
  *   a worker, and with it the items behind it); an item in the timer is
  *   never in front of one that is due.
  * - Workers' retries come in through each worker's inbox (inbox.c), a
- *   lock-free ring the thread drains into the lane or heap each time it
- *   wakes and before it sleeps; blq__timer_add (producers' delays, and
- *   retries the inbox cannot take) takes the mutex.
+ *   ck_ring in SPSC mode (one worker writes it; the mutex's holder reads
+ *   it) that the thread drains into the lane or heap each time it wakes
+ *   and before it sleeps; blq__timer_add (producers' delays, and retries
+ *   the inbox cannot take) takes the mutex.
  * - Workers serve too (blq__timer_assist): a worker that has just read the
  *   clock for a retry and finds the head a quarter of its slack past due
  *   takes the mutex if it is free and moves the due items into the due
@@ -55,6 +56,14 @@
  *   finds the rings full; otherwise the thread waits for room, through a
  *   graceful close, until a force. With QoS a due item enters its
  *   sub-queue instead, like a new one.
+ * - The due ring stays the MPMC ring of util/ring.h, not ck_ring's SPMC
+ *   mode, though one thread pushes at a time: the thread pushes its batch
+ *   outside the mutex (blq__place may wait there for room, and the DLQ and
+ *   hooks run there), kept apart from the workers' pushes (assist) by
+ *   `delivering`, not by holding the mutex. And ck's multi-consumer dequeue
+ *   copies a slot before its CAS, so a worker preempted there reads a slot
+ *   the thread may be refilling once the ring wraps (the copy is then
+ *   thrown away): a race by the letter, which TSan reports.
  * - Clock: the heap is ordered on the queue's clock. With the default
  *   clock (CLOCK_MONOTONIC) the thread sleeps until the earliest due time
  *   plus the slack above; with a caller's clock (a test's fake one) it cannot know how
@@ -246,7 +255,7 @@ static bool drain_inboxes(blq *q)
 	blq__timer *t = &q->timer;
 	struct {
 		blq__inbox *b;
-		uint64_t head, tail;
+		unsigned left; /* of the entries published when we looked */
 	} way[BLQ__TIMER_DRAIN_WAYS];
 	unsigned i = 0;
 
@@ -258,25 +267,27 @@ static bool drain_inboxes(blq *q)
 			if (b == NULL)
 				continue;
 			way[n].b = b;
-			way[n].head = atomic_load_explicit(&b->head, memory_order_relaxed);
-			way[n].tail = atomic_load_explicit(&b->tail, memory_order_acquire);
-			n += way[n].head != way[n].tail;
+			way[n].left = blq__inbox_ready(b);
+			n += way[n].left != 0;
 		}
 		while (n > 0) {
 			unsigned m = 0;
 
 			for (unsigned j = 1; j < n; j++)
-				if (way[j].b->slot[way[j].head % BLQ__INBOX_CAP].due <
-				    way[m].b->slot[way[m].head % BLQ__INBOX_CAP].due)
+				if (blq__inbox_head(way[j].b)->due < blq__inbox_head(way[m].b)->due)
 					m = j;
-			blq__timed e = way[m].b->slot[way[m].head % BLQ__INBOX_CAP];
-			e.order = t->order;
-			if (blq__timed_set_insert(&t->set, &e, t->limit) != 0)
+			/* Inserted from its slot, and only then taken: an
+			 * entry that finds no memory stays where it is. */
+			blq__timed *e = blq__inbox_head(way[m].b);
+			e->order = t->order;
+			if (blq__timed_set_insert(&t->set, e, t->limit) != 0)
 				return false;
 			t->order++;
-			/* The slot is copied: hand it back to the worker. */
-			atomic_store_explicit(&way[m].b->head, ++way[m].head, memory_order_release);
-			if (way[m].head == way[m].tail)
+			/* In the set now: hand the slot back to the worker
+			 * (ck_ring has no skip; the dequeue's copy is unused). */
+			blq__timed spent;
+			blq__inbox_take(way[m].b, &spent);
+			if (--way[m].left == 0)
 				way[m] = way[--n];
 		}
 	}
@@ -288,8 +299,7 @@ static bool inboxes_pending(const blq *q)
 {
 	for (unsigned i = 0; i < q->nslots; i++) {
 		const blq__inbox *b = blq__inbox_at(q, i);
-		if (b != NULL && atomic_load_explicit(&b->head, memory_order_relaxed) !=
-				     atomic_load_explicit(&b->tail, memory_order_acquire))
+		if (b != NULL && blq__inbox_ready(b) != 0)
 			return true;
 	}
 	return false;
@@ -658,14 +668,12 @@ static uint64_t abandon_inboxes(blq *q, blq__cell *c)
 
 		if (b == NULL)
 			continue;
-		uint64_t head = atomic_load_explicit(&b->head, memory_order_relaxed);
-		uint64_t tail = atomic_load_explicit(&b->tail, memory_order_acquire);
-		for (; head != tail; head++, n++) {
-			blq__abandon(q, c, &b->slot[head % BLQ__INBOX_CAP].item);
+		blq__timed e;
+		for (; blq__inbox_take(b, &e); n++) {
+			blq__abandon(q, c, &e.item);
 			release(&q->timer, 1);
 			blq__inbox_settle(q, i, 1);
 		}
-		atomic_store_explicit(&b->head, tail, memory_order_release);
 	}
 	return n;
 }
