@@ -39,8 +39,8 @@
  *   push again. After a push, blq__handoff: its locked add on `left` as
  *   the StoreLoad barrier, the load of items.waiters, claim,
  *   wake_slow(items, 1); and blq__wake_all once the queue is closed.
- * - Workers (worker.c, next_item and after_take): woken and items remain
- *   (sz > 0): notify(items, 1), the pass-on; the balancer's command STOP:
+ * - Workers (worker.c, next_item and after_take): woken and more items
+ *   remain than the one it takes (sz > 1): notify(items, 1), the pass-on; the balancer's command STOP:
  *   notify(items, 1), leave; pop; prepare(items); re-check pop (cancel on
  *   success); closed: cancel, leave; command not RUN: cancel, look again;
  *   wait. After a take, the half-drain wake of producers: fence, load of
@@ -445,9 +445,10 @@ proctype Worker(byte me)
 	bit last;
 
 look:
-	/* Woken while items remain: pass a wake-up on. */
+	/* Woken while more items remain than the one we take: pass a
+	 * wake-up on. */
 	if
-	:: slept && sz > 0 -> ec_notify(ITEMS, 1); slept = 0
+	:: slept && sz > 1 -> ec_notify(ITEMS, 1); slept = 0
 	:: else
 	fi;
 #ifdef STOP

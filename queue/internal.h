@@ -447,13 +447,6 @@ void blq__calibrate(blq *q);           /* one heartbeat's work; takes pool_mu */
 void blq__calibrate_try(blq *q);       /* the same, unless someone else is at it */
 void blq__balance_on_close(blq *q);    /* asleep workers help drain */
 
-static inline void blq__cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
-}
-
 /* Counter bumps: single-writer cells (workers) avoid the locked RMW. */
 static inline void blq__count_own(_Atomic uint64_t *c)
 {
