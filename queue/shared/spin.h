@@ -90,13 +90,16 @@ static inline unsigned blq__spin_rounds(blq__spin *s)
 /* Moves the average by one yield, stolen or not. */
 static inline void blq__spin_note(blq__spin *s, bool stolen)
 {
-	uint32_t v = atomic_load_explicit(&s->stolen, memory_order_relaxed);
+	uint32_t old = atomic_load_explicit(&s->stolen, memory_order_relaxed), v = old;
 
 	if (stolen)
 		v = v - v / 8 + BLQ__STOLEN_ONE / 8;
 	else
 		v = v > BLQ__STOLEN_BUSY ? v / 2 : v - v / 8; /* a probe: half */
-	atomic_store_explicit(&s->stolen, v, memory_order_relaxed);
+	/* A quiet host's average rests (below 8 it no longer moves): no
+	 * store then, so the line stays shared by every wait's read. */
+	if (v != old)
+		atomic_store_explicit(&s->stolen, v, memory_order_relaxed);
 }
 
 /* One look's yield, timed. When it was stolen, *rounds becomes 0: the
