@@ -176,7 +176,7 @@ static int rings_admit(void *state, blq__cell *c, blq__item *it, enum blq__mode 
 	return admit_slow(q, c, it, mode, woken);
 }
 
-/* A batch: as many as fit with one reservation per ring; when the rings
+/* A batch: as many as fit, a reservation per 64 slots; when the rings
  * are full, the first of the rest goes blq__place's way (a leak, a wait
  * for room, or a refusal that ends the batch) and the others try the fast
  * way again. */

@@ -19,11 +19,13 @@
  * that is inside.
  *
  * A batch (blq_enqueue_batch) is the same sequence once for n items:
- * `entered` and `left` move by n, and the rings engine reserves the slots
- * of as many as fit with one CAS per ring (rings.c, blq__push_batch), so
- * the per-call costs (two locked adds, the closed check, the clock, the
- * wake-up check) are shared by the batch. `refused` counts the items the
- * call gave back.
+ * `entered` and `left` count the call, `extra` its n - 1 other items
+ * (before any is placed, so `in` never runs behind an outcome), and the
+ * rings engine reserves the slots of as many as fit with one CAS per up
+ * to 64 (rings.c, blq__push_batch), so the per-call costs (the locked adds, the
+ * closed check, the clock, the wake-up check) are shared by the batch.
+ * `refused` counts the items the call gave back. A batch weighs one
+ * producer in flight, as force_calibration_limit means.
  *
  * Delayed items go to the timer (timer.c) instead of a ring, while the
  * producer still counts as in flight, so they are in q->staged before it
@@ -52,13 +54,13 @@ int64_t blq__inflight(const blq *q)
 	return (int64_t)(entered - left);
 }
 
-/* Counts the producer's n items out and, if it placed any, wakes whoever
- * takes them next (`woken`: a worker, or with QoS an egress thread) if one
+/* Counts the producer out and, if it placed any item, wakes whoever takes
+ * them next (`woken`: a worker, or with QoS an egress thread) if one
  * sleeps: blq__handoff, whose locked add on `left` is also the barrier the
- * wake-up check needs (engine.h). One check per call, whatever n. */
-static void leave(blq *q, blq__cell *c, uint64_t n, blq__ec *woken)
+ * wake-up check needs (engine.h). One check per call, whatever its size. */
+static void leave(blq *q, blq__cell *c, blq__ec *woken)
 {
-	blq__handoff(&q->port, &c->left, n, woken);
+	blq__handoff(&q->port, &c->left, 1, woken);
 	if (woken == NULL) {
 		/* Refused or leaked: blq_wait_idle may be waiting for the
 		 * producers to leave. */
@@ -75,11 +77,11 @@ static void accepted(blq *q, uint64_t n)
 			m->queue_put(m->ctx, q->name);
 }
 
-/* The balancer samples every 64th item per cell: true when the items
- * [before, before + n) of a cell include one. */
+/* The balancer samples every 64th call per cell, and every batch of 64
+ * items or more. `before`: the cell's calls before this one. */
 static bool sample_due(uint64_t before, uint64_t n)
 {
-	return (before >> 6) != ((before + n) >> 6);
+	return (before & 63) == 63 || n >= 64;
 }
 
 /* Enqueue-side balancing (balancer.c): grow the pool when the fill rate
@@ -94,12 +96,14 @@ static void balance_hint(blq *q, uint64_t before, uint64_t n)
 		blq__scale_up_hint(q);
 }
 
-/* Counts the producer in for n items, before it reads `closed` (seq_cst
- * RMW then seq_cst load: see "Close safety" above). False: closed.
- * *before: the cell's count before them, which paces the samples. */
+/* Counts the producer in with its n items, before it reads `closed`
+ * (seq_cst RMW then seq_cst load: see "Close safety" above). False:
+ * closed. *before: the cell's calls before this one (the samples' pace). */
 static bool enter(blq *q, blq__cell *c, uint64_t n, uint64_t *before)
 {
-	*before = atomic_fetch_add_explicit(&c->entered, n, memory_order_seq_cst);
+	*before = atomic_fetch_add_explicit(&c->entered, 1, memory_order_seq_cst);
+	if (n > 1)
+		atomic_fetch_add_explicit(&c->extra, n - 1, memory_order_seq_cst);
 	if (atomic_load_explicit(&q->closed, memory_order_seq_cst))
 		return false;
 	/* Force calibration (the original's): when force_calibration_limit
@@ -157,11 +161,11 @@ static void finish(blq *q, blq__cell *c, uint64_t before, uint64_t n, uint64_t t
 		blq__scale_up_hint(q);
 	if (took < n)
 		atomic_fetch_add_explicit(&c->refused, n - took, memory_order_relaxed);
-	leave(q, c, n, woken);
+	leave(q, c, woken);
 	if (took > 0) {
 		accepted(q, took);
 		if (q->balanced)
-			balance_hint(q, before, took);
+			balance_hint(q, before, n);
 	}
 }
 
@@ -214,8 +218,8 @@ static size_t take_in_each(blq *q, blq__cell *c, const blq__item *tmpl, void *co
 	return took;
 }
 
-/* A batch: one count in and out (entered and left move by n), one clock
- * read, the engine's batch admission (one reservation per ring) and one
+/* A batch: one count in and out (the call; `extra` for its other items),
+ * one clock read, the engine's batch admission (a reservation per 64 slots) and one
  * wake-up check, so an item costs a slot's copy and little else. */
 static ssize_t enqueue_batch(blq *q, void *const *payloads, size_t n, enum blq__mode mode)
 {

@@ -42,9 +42,11 @@
  * shared by hashed threads and use fetch_add.
  */
 typedef struct blq__cell {
-	/* Producers: enqueue calls that started, that ended, and that ended
-	 * refused (BLQ_ECLOSED, BLQ_EFULL). in = entered - refused; in flight
-	 * = entered - left (see enqueue.c). */
+	/* Producers: enqueue calls that started, that ended, and the items
+	 * they gave back refused (BLQ_ECLOSED, BLQ_EFULL); `extra` (below)
+	 * counts a batch's items beyond its first. in = entered + extra -
+	 * refused; in flight = entered - left: producers, not items, so a
+	 * batch weighs one in force_calibration_limit (see enqueue.c). */
 	alignas(BLQ__CACHELINE) _Atomic uint64_t entered;
 	_Atomic uint64_t left;
 	_Atomic uint64_t refused;
@@ -60,6 +62,7 @@ typedef struct blq__cell {
 	_Atomic uint64_t cancelled;
 	_Atomic uint64_t retried;
 	_Atomic uint64_t timed_out;
+	_Atomic uint64_t extra; /* batches only: on a line of its own */
 } blq__cell;
 
 /* The handle a worker callback sees; one per worker, reused per item. */
@@ -338,8 +341,8 @@ void blq__wait_note(const blq_done *d, int rc, uint32_t attempt);
 /* rings.c (and engine.h's blq__core_push, blq__core_room) */
 bool blq__push_any(blq *q, const blq__item *it);
 /* A batch: *tmpl with each payload in turn, pushed in order into the
- * rings with one reservation per ring used. Returns how many went in (the
- * first ones); fewer than n when the rings are full. */
+ * rings, a reservation per up to BLQ__RING_RESERVE_MAX slots. Returns how
+ * many went in (the first ones); fewer than n when the rings are full. */
 size_t blq__push_batch(blq *q, const blq__item *tmpl, void *const *payloads, size_t n);
 bool blq__pop_any(blq *q, unsigned start, blq__item *out); /* the due ring, then the rings */
 bool blq__pop_rings(blq *q, unsigned start, blq__item *out); /* the producers' rings only */

@@ -305,7 +305,8 @@ static uint64_t fold(const blq *q, size_t offset)
 
 uint64_t blq__fold_in(const blq *q)
 {
-	return fold(q, offsetof(blq__cell, entered)) - fold(q, offsetof(blq__cell, refused));
+	return fold(q, offsetof(blq__cell, entered)) + fold(q, offsetof(blq__cell, extra)) -
+	       fold(q, offsetof(blq__cell, refused));
 }
 
 /* Workers inside their callback, and those of them past the attempt's

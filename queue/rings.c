@@ -33,19 +33,22 @@ size_t blq__push_batch(blq *q, const blq__item *tmpl, void *const *payloads, siz
 	unsigned nr = q->nrings, start = nr == 1 ? 0 : blq__tls_rr++;
 	size_t done = 0;
 
-	/* One reservation per ring used, in the thread's round-robin order;
-	 * the items keep theirs. */
+	/* Reservations of up to BLQ__RING_RESERVE_MAX slots, ring by ring in
+	 * the thread's round-robin order until one is full; the items keep
+	 * their order. */
 	for (unsigned i = 0; i < nr && done < n; i++) {
 		blq__ring *r = &q->rings[(start + i) % nr];
-		uint64_t pos, k = blq__ring_reserve(r, n - done, &pos);
+		uint64_t pos, k;
 
-		for (uint64_t j = 0; j < k; j++) {
-			blq__item it = *tmpl;
+		while (done < n && (k = blq__ring_reserve(r, n - done, &pos)) > 0) {
+			for (uint64_t j = 0; j < k; j++) {
+				blq__item it = *tmpl;
 
-			it.payload = payloads[done + j];
-			blq__ring_fill(r, pos + j, &it);
+				it.payload = payloads[done + j];
+				blq__ring_fill(r, pos + j, &it);
+			}
+			done += k;
 		}
-		done += k;
 	}
 	return done;
 }

@@ -17,6 +17,9 @@
 
 #define N 64
 
+/* Internal (queue/enqueue.c): producers inside an enqueue call. */
+int64_t blq__inflight(const blq *q);
+
 static tu_gate gate;
 static pthread_mutex_t ran_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t ran[8192];
@@ -142,6 +145,9 @@ Test(batch, a_blocking_batch_waits_for_room_and_takes_every_item)
 	cr_assert(TU_WAIT_FOR(stats(q).producers_blocked == 1, 5000), "blocked on the full ring");
 	tu_sleep_us(20000);
 	cr_assert_eq(atomic_load(&a.done), 0, "still waiting while the worker is held");
+	/* One producer in flight, whatever its batch's size: that is what
+	 * force_calibration_limit counts. */
+	cr_assert_eq(blq__inflight(q), 1);
 	tu_gate_open(&gate);
 	pthread_join(t, NULL);
 	cr_assert_eq(a.took, N);

@@ -87,14 +87,25 @@ static inline blq__slot *blq__ring_slot(const blq__ring *r, uint64_t pos)
 	return &r->slots[r->pow2 ? (pos & r->mask) : (pos % r->cap)];
 }
 
-/* Claims up to n consecutive free positions at the tail with one CAS (a
- * batch's reservation; a single push is the case n = 1). Returns how many
- * (0: full) and the first in *first. The claimer then owns the positions
- * until it fills each with blq__ring_fill; a consumer that reaches one not
- * yet filled finds the ring "empty" there, as with a slow single push. */
+/* A reservation looks at this many slots at most: a lost CAS costs a
+ * rescan, so a long batch competing with single pushes keeps its attempts
+ * short (and takes the rest in further reservations). */
+#define BLQ__RING_RESERVE_MAX 64u
+
+/* Claims up to n (at most BLQ__RING_RESERVE_MAX) consecutive free
+ * positions at the tail with one CAS (a batch's reservation; a single push
+ * is the case n = 1). Returns how many (0: full, or n is 0) and the first
+ * in *first. The claimer then owns the positions until it fills each with
+ * blq__ring_fill; a consumer that reaches one not yet filled finds the
+ * ring "empty" there, as with a slow single push. */
 static inline uint64_t blq__ring_reserve(blq__ring *r, uint64_t n, uint64_t *first)
 {
 	uint64_t pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
+
+	if (n > BLQ__RING_RESERVE_MAX)
+		n = BLQ__RING_RESERVE_MAX;
+	if (n == 0)
+		return 0;
 
 	for (;;) {
 		uint64_t k = 0;

@@ -354,16 +354,24 @@ BLQ_API int blq_try_enqueue(blq *q, void *payload);
  * for as many as fit with one atomic operation per ring, reads the clock
  * at most once and makes one wake-up check, instead of once per item.
  * Items take the queue's defaults (delay, deadline, timeout), like
- * blq_enqueue's. On a queue with QoS or with a delay_interval_ns the items
- * are admitted one by one inside the call (same results, no saving).
+ * blq_enqueue's, and enter in the array's order (with streams > 1 they may
+ * spread over several rings, whose items run in no set order between
+ * them, as with single enqueues). On a queue with QoS or with a
+ * delay_interval_ns the items are admitted one by one inside the call
+ * (the same results as n blq_enqueue calls, without the saving).
+ * blq_stats' `in` counts the batch's items from the call's start; those
+ * it gives back leave it when it returns.
  * Like write(2), it reports how far it got:
  * Return: how many payloads the queue took (the first ones): n, or fewer
  * when the queue closed while the call waited for room; the queue owns
- * payloads[0..r) (a leaky queue takes every payload, leaking the overflow
- * to its DLQ by its leak_direction, as n blq_enqueue calls would) and the
- * caller still owns payloads[r..n). A negative error when it took none:
- * BLQ_ECLOSED (closing or closed), BLQ_EINVAL (q NULL, payloads NULL with
- * n > 0, n > SSIZE_MAX). 0 when n is 0. Call again with the rest to learn
+ * payloads[0..r) and the caller still owns payloads[r..n). A leaky queue
+ * takes every payload, leaking the overflow to its DLQ as n blq_enqueue
+ * calls would (by its leak_direction; a delayed item meeting a full timer
+ * waits for room there, as blq_enqueue's does). A negative error when it
+ * took none: BLQ_ECLOSED (closing or closed), BLQ_EINVAL (q NULL, payloads
+ * NULL with n > 0, n > SSIZE_MAX), and with a delay BLQ_ETHREAD (the timer
+ * thread cannot start) or BLQ_ENOMEM (the timer cannot grow). 0 when n
+ * is 0. Call again with the rest to learn
  * why a partial batch stopped.
  * Thread-safety: any number of threads at once, mixed with every other
  * enqueue call.

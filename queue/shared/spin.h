@@ -20,7 +20,7 @@
  * wake-up puts it ahead of the CPU-bound threads.
  *
  * So every yield is timed, and one that took longer than BLQ__STOLEN_NS
- * counts as stolen: the wait that made it stops looking and sleeps (so a
+ * (0.5 ms) counts as stolen: the wait that made it stops looking and sleeps (so a
  * wait loses one slice at most, not one per look), and the queue keeps a
  * moving average of stolen yields (1/8 weight per yield, shared by its
  * threads, so all learn from each). Above a quarter the host counts as
@@ -28,7 +28,8 @@
  * yield, per BLQ__PROBE_NS for the whole queue, which finds out when the
  * host is quiet again (a probe that comes back at once halves the
  * average: two in a row end the busy spell). A quiet host's odd stolen
- * yield (the hypervisor's, 2 in 100 on W1) does not trip it. The clock is
+ * yield (the hypervisor's, or a peer's long turn: under 2 in 100 on W1)
+ * does not trip it. The clock is
  * read only around a yield and, while busy, once per wait: slow paths.
  * Races on the average or the probe time lose an update at worst: they
  * are hints.
@@ -48,8 +49,10 @@
 /* Looks (each a sched_yield) a thread makes before it sleeps on an empty
  * or full ring, on a quiet host. */
 #define BLQ__SPIN_ROUNDS 16u
-/* A yield longer than this ran someone else's whole slice. */
-#define BLQ__STOLEN_NS 1000000u
+/* A yield longer than this ran someone else's whole slice: EEVDF's base
+ * slice is 0.75 ms x (1 + log2 CPUs), so 0.75 ms on one CPU, and a quiet
+ * W1 here had under 2% of its yields above 0.5 ms. */
+#define BLQ__STOLEN_NS 500000u
 /* The moving average of stolen yields is kept in 1/1024ths; above this,
  * the host counts as busy. */
 #define BLQ__STOLEN_ONE 1024u
