@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # The README's demo command: from nothing, install what the build needs,
-# build blq-demo, start it, and run the original's 100k scenario
-# (demo/requests/demo100k.json: a leaky queue of 100,000, 2..32 workers of
-# 300 us, 4..20 producers of 5 ms) for SECONDS (default 30): producers go
-# 4 -> 20 over the first 40% and back to 4 over the second half. One status
-# line a second, then a graceful stop with the final accounting, then
-# SIGTERM to the daemon. Usage: scripts/demo.sh [SECONDS]
+# build blq-demo, start it, and show the queue balancing and leaking for
+# SECONDS (default and least 60: the dump file is flushed, and so
+# restorable, 30 s after its first leak): the original's demo100k_dump scenario
+# (demo/requests/demo100k_dump.json: a leaky queue of 100,000, 2..20
+# workers of 300 us, producers of 0.5 ms, leaks dumped to files and
+# restored), its producers taken from 4 to 44 and back. One status line a
+# second saying what happens (the pool grows, the queue fills and leaks,
+# the pool shrinks, the dump is restored), then a graceful stop with the
+# final accounting, then SIGTERM to the daemon. The dashboard's address
+# comes first: open it to watch. Usage: scripts/demo.sh [SECONDS]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-seconds=${1:-30}
-[[ $seconds =~ ^[1-9][0-9]*$ ]] || { echo "usage: scripts/demo.sh [SECONDS]" >&2; exit 2; }
+seconds=${1:-60}
+[[ $seconds =~ ^[1-9][0-9]*$ ]] && ((seconds >= 60)) ||
+	{ echo "usage: scripts/demo.sh [SECONDS] (60 or more: the dump is flushed 30 s after its first leak)" >&2; exit 2; }
 
 missing=()
 for p in build-essential cmake pkg-config libck-dev libhiredis-dev libmicrohttpd-dev \
@@ -53,47 +58,65 @@ echo "== blq-demo: dashboard http://127.0.0.1:$api/ (open it in a browser), api 
 # prints the reply and fails, naming the action and the HTTP code, on
 # anything but 200.
 # shellcheck disable=SC2034 # read by lib.sh
-BLQ_KEY=demo100k BLQ_STEP=4 BLQ_DEMO_URL=http://127.0.0.1:$api
+BLQ_KEY=demo100k_dump BLQ_STEP=4 BLQ_DEMO_URL=http://127.0.0.1:$api
 # shellcheck source=demo/requests/lib.sh
 . demo/requests/lib.sh
 
-echo "== init demo100k (demo/requests/demo100k.json); producers 4 -> 20 -> 4 over ${seconds} s"
-echo "   (2 workers of 300 us serve about 5,500 items/s, more than 20 producers of 5 ms make,"
-echo "   so the balancer keeps workers_min; demo/requests/demo100k_dump.sh run overloads it)"
+# The load: 4 producers, then up 4 at a time to 44 (they then make ~88,000
+# items/s, more than 20 workers of 300 us can take: the balancer grows the
+# pool to its max, the queue of 100,000 fills and leaks into the dump),
+# then back to 4 (the pool shrinks; the restorer feeds the dump back while
+# the queue has room), then a quiet tail for the restore to finish.
+peak=44
+steps=$(((peak - 4) / BLQ_STEP))
+up_from=$((seconds / 10))
+up_to=$((seconds * 2 / 5))
+down_from=$((seconds / 2))
+down_to=$((seconds * 7 / 10))
+echo "== init demo100k_dump (demo/requests/demo100k_dump.json): a leaky queue of 100,000,"
+echo "   2..20 workers of 300 us, producers of 0.5 ms, leaks dumped to $work/dump and restored"
+echo "   producers: 4, up to $peak over ${up_from}-${up_to} s, back to 4 over ${down_from}-${down_to} s, of ${seconds} s"
 blq_call init >/dev/null
-printf '%4s %7s %9s %5s %9s %9s %9s %9s\n' t size "workers" prod "in/s" "out/s" "leak/s" "lost/s"
-printf '%4s %7s %9s %5s %9s %9s %9s %9s\n' "" "" "act/slp" "" "" "" "" ""
-span=$((seconds * 2 / 5))
+printf '%4s %7s %7s %4s %7s %7s %7s %8s %8s  %s\n' t size "act/slp" prod "in/s" "out/s" \
+	"leak/s" dumped restored "what happens"
 ups=0
 downs=0
 prev=""
 for ((t = 1; t <= seconds; t++)); do
-	while ((ups < 4 && t >= (ups + 1) * span / 4)); do
+	while ((ups < steps && t >= up_from + (ups + 1) * (up_to - up_from) / steps)); do
 		blq_call up >/dev/null
 		ups=$((ups + 1))
 	done
-	while ((downs < ups && t >= seconds / 2 + (downs + 1) * span / 4)); do
+	while ((downs < ups && t >= down_from + (downs + 1) * (down_to - down_from) / steps)); do
 		blq_call down >/dev/null
 		downs=$((downs + 1))
 	done
 	sleep 1
-	# Counters now, as "size active asleep producers in out leaked lost".
+	# Counters now: size active asleep producers in out leaked dumped restored.
 	cur=$(blq_call status | jq -r '.message | fromjson |
 		[.queue.size, .queue.workers.active, .queue.workers.asleep, .producers_active,
 		 .queue.in, .queue.processed + .queue.failed + .queue.expired, .queue.leaked,
-		 .queue.lost] | @tsv')
-	read -r size act slp prod in out leak lost <<<"$cur"
+		 (.dump.written // 0), (.restore.restored // 0)] | @tsv')
+	read -r size act slp prod in out leak dumped restored <<<"$cur"
 	if [ -n "$prev" ]; then
-		read -r _ _ _ _ pin pout pleak plost <<<"$prev"
-		printf '%3ss %7s %9s %5s %9s %9s %9s %9s\n' "$t" "$size" "$act/$slp" "$prod" \
-			$((in - pin)) $((out - pout)) $((leak - pleak)) $((lost - plost))
+		read -r _ pact _ _ pin pout pleak _ prestored <<<"$prev"
+		what=()
+		((act > pact)) && what+=("pool grows")
+		((act < pact)) && what+=("pool shrinks")
+		((size >= 99000)) && what+=("full")
+		((leak > pleak)) && what+=("leaking to the dump")
+		((restored > prestored)) && what+=("restoring")
+		printf '%3ss %7s %7s %4s %7s %7s %7s %8s %8s  %s\n' "$t" "$size" "$act/$slp" "$prod" \
+			$((in - pin)) $((out - pout)) $((leak - pleak)) "$dumped" "$restored" \
+			"$(IFS=,; echo "${what[*]}" | sed 's/,/, /g')"
 	fi
 	prev=$cur
 done
 
 echo "== graceful stop: producers stop, the queue drains; final accounting"
 blq_call stop | jq -r '.final |
-	"in \(.in) = processed \(.processed) + failed \(.failed) + leaked \(.leaked) + expired \(.expired) + lost \(.lost): \(if .balanced then "balanced" else "NOT BALANCED" end)"'
+	"in \(.in) = processed \(.processed) + failed \(.failed) + leaked \(.leaked) + expired \(.expired) + lost \(.lost): \(if .balanced then "balanced" else "NOT BALANCED" end)",
+	"dump: \(.dump.in // 0) leaked items taken, \(.dump.written // 0) written; restore: \(.restore.restored // 0) fed back, \(.restore.lost // 0) lost"'
 kill -TERM "$pid"
 rc=0
 wait "$pid" || rc=$?
