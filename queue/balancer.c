@@ -194,6 +194,19 @@ static double busy_since_last_beat(blq *q, uint64_t now, uint64_t elapsed)
 	return busy;
 }
 
+unsigned blq__workers_waiting(blq *q)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < q->nslots; i++) {
+		blq__worker *w = &q->workers[i];
+
+		n += atomic_load_explicit(&w->state, memory_order_relaxed) == BLQ__W_ACTIVE &&
+		     (atomic_load_explicit(&w->idle_clock, memory_order_relaxed) & 1) != 0;
+	}
+	return n;
+}
+
 static void scale_down(blq *q, const blq__bounds *b, double rate, uint64_t now)
 {
 	uint64_t elapsed = now > q->hb_last ? now - q->hb_last : 0;

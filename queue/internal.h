@@ -449,6 +449,10 @@ void blq__balancer_stop(blq *q);
 void blq__calibrate(blq *q);           /* one heartbeat's work; takes pool_mu */
 void blq__calibrate_try(blq *q);       /* the same, unless someone else is at it */
 void blq__balance_on_close(blq *q);    /* asleep workers help drain */
+/* Active workers whose idle clock runs (waiting on the empty queue): a
+ * snapshot, for the tests that move a fake clock only once every worker
+ * measures its wait. */
+unsigned blq__workers_waiting(blq *q);
 
 /* Counter bumps: single-writer cells (workers) avoid the locked RMW. */
 static inline void blq__count_own(_Atomic uint64_t *c)

@@ -13,6 +13,17 @@
 
 /* Internal: one heartbeat's work, run on the calling thread. */
 void blq__calibrate(blq *q);
+unsigned blq__workers_waiting(blq *q);
+
+/* Before the fake clock moves: every active worker has started its idle
+ * clock (it waits on the empty queue), so the move counts as its idle
+ * time. A fixed sleep here was not always enough on a loaded machine. */
+static void settle(blq *q)
+{
+	cr_assert(TU_WAIT_FOR(blq__workers_waiting(q) == stats(q).workers_active, 5000),
+		  "%u of %u active workers waiting", blq__workers_waiting(q),
+		  stats(q).workers_active);
+}
 
 static _Atomic uint64_t wall_ns;
 
@@ -254,7 +265,7 @@ static blq *eight_idle_workers(unsigned min)
 	tu_gate_open(&gate);
 	cr_assert_eq(blq_wait_idle(q, 2000000000ull), 0);
 	/* Let every worker block on the empty queue before time moves. */
-	tu_sleep_us(20000);
+	settle(q);
 	return q;
 }
 
@@ -265,11 +276,11 @@ Test(balancer, sleeps_in_chunks_never_below_min_then_stops_after_sleep_interval)
 	advance(1000000000ull);
 	blq__calibrate(q);
 	EXPECT_WORKERS(q, 4, 4); /* at most half per beat */
-	tu_sleep_us(20000);
+	settle(q);
 	advance(1000000000ull);
 	blq__calibrate(q);
 	EXPECT_WORKERS(q, 2, 6);
-	tu_sleep_us(20000);
+	settle(q);
 	advance(1000000000ull);
 	blq__calibrate(q);
 	EXPECT_WORKERS(q, 1, 7);
@@ -324,7 +335,7 @@ Test(balancer, workers_min_zero_scales_to_no_thread_and_back)
 	fill(q, 1); /* no active worker: the enqueue starts one */
 	cr_assert_eq(blq_wait_idle(q, 2000000000ull), 0);
 	cr_expect_eq(stats(q).processed, 1);
-	tu_sleep_us(20000);
+	settle(q);
 	advance(1000000000ull);
 	blq__calibrate(q);
 	EXPECT_WORKERS(q, 0, 1);
@@ -349,7 +360,7 @@ Test(balancer, graceful_close_drains_with_asleep_workers)
 		advance(1000000000ull);
 		blq__calibrate(q);
 		EXPECT_WORKERS(q, active[i], 8 - active[i]);
-		tu_sleep_us(20000); /* the woken ones block again before time moves */
+		settle(q); /* the woken ones block again before time moves */
 	}
 	blq_pause(q); /* keep items queued while nobody is active */
 	fill(q, 50);
@@ -530,7 +541,7 @@ Test(balancer, steady_load_does_not_flap, .timeout = 30)
 	cr_assert_eq(blq_wait_idle(q, 2000000000ull), 0);
 	done = 950;
 	tu_gate_close(&gate);
-	tu_sleep_us(20000);
+	settle(q);
 	advance(beat_ns);
 	blq__calibrate(q); /* the beat the burst ended in: no idle signal yet */
 
