@@ -9,8 +9,8 @@
 #   scripts/ab_bench.sh A/blq-bench B/blq-bench RUNS [WORKLOAD...] [-- blq-bench args]
 #   e.g. scripts/ab_bench.sh /tmp/base/bench/blq-bench build/rel/bench/blq-bench 9 W1 W1-QOS RETRY W1-PROM
 #
-# Ratio < 1: B is faster. Latency workloads (W3) also get their p50 and
-# p99 compared the same way. Exit 2 on bad arguments.
+# Ratio < 1: B is faster. Latency workloads (W3) also get their p50, p90
+# and p99 compared the same way. Exit 2 on bad arguments.
 set -euo pipefail
 if [ $# -lt 3 ] || [ ! -x "$1" ] || [ ! -x "$2" ] || ! [[ "$3" =~ ^[0-9]+$ ]] || [ "$3" -lt 1 ]; then
 	echo "usage: $0 A-blq-bench B-blq-bench RUNS [WORKLOAD...] [-- blq-bench args]" >&2
@@ -42,13 +42,13 @@ for line in open(sys.argv[1]):
     run, side, wl = int(f[1]), f[2], f[4]
     if f[5] != 'blq':
         continue
-    for key in ('ns_per_item', 'p50_us', 'p99_us'):
+    for key in ('ns_per_item', 'p50_us', 'p90_us', 'p99_us'):
         m = re.search(r'\b' + key + r'=([0-9.]+)', line)
         if m:
             rows.setdefault((wl, key), {}).setdefault(run, {})[side] = float(m.group(1))
 print(f"{'workload':<16} {'A':>10} {'B':>10} {'B/A median':>11} {'runs':>5}  per-run B/A")
 for wl in sys.argv[2:]:
-    for key in ('ns_per_item', 'p50_us', 'p99_us'):
+    for key in ('ns_per_item', 'p50_us', 'p90_us', 'p99_us'):
         runs = rows.get((wl, key), {})
         pairs = [(r['a'], r['b']) for r in runs.values() if 'a' in r and 'b' in r]
         if not pairs:
