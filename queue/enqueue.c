@@ -169,6 +169,18 @@ static void finish(blq *q, blq__cell *c, uint64_t before, uint64_t n, uint64_t t
 	}
 }
 
+/* A payload enqueued without a job: the queue's defaults (the deadline
+ * still relative, made absolute by stamp). */
+static blq__item plain_item(const blq *q, void *payload)
+{
+	return (blq__item){
+		.payload = payload,
+		.deadline_ns = q->cfg.deadline_interval_ns,
+		.timeout_ns = q->cfg.timeout_ns,
+		.attempt = 1,
+	};
+}
+
 /* `delay` is relative; it->deadline_ns arrives relative and leaves
  * absolute. `weight` is the QoS evaluator's input. */
 static int enqueue_item(blq *q, blq__item *it, enum blq__mode mode, uint64_t delay,
@@ -233,11 +245,7 @@ static ssize_t enqueue_batch(blq *q, void *const *payloads, size_t n, enum blq__
 	uint64_t before, delay = q->cfg.delay_interval_ns;
 	size_t took = 0;
 	int rc = BLQ_ECLOSED;
-	blq__item tmpl = {
-		.deadline_ns = q->cfg.deadline_interval_ns,
-		.timeout_ns = q->cfg.timeout_ns,
-		.attempt = 1,
-	};
+	blq__item tmpl = plain_item(q, NULL);
 
 	if (enter(q, c, n, &before)) {
 		uint64_t now = stamp(q, &tmpl, delay);
@@ -259,12 +267,8 @@ static int enqueue_payload(blq *q, void *payload, enum blq__mode mode)
 	if (q == NULL)
 		return BLQ_EINVAL;
 
-	blq__item it = {
-		.payload = payload,
-		.deadline_ns = q->cfg.deadline_interval_ns,
-		.timeout_ns = q->cfg.timeout_ns,
-		.attempt = 1,
-	};
+	blq__item it = plain_item(q, payload);
+
 	return enqueue_item(q, &it, mode, q->cfg.delay_interval_ns, 0);
 }
 

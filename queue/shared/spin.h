@@ -29,8 +29,8 @@
  * host is quiet again (a probe that comes back at once halves the
  * average: two in a row end the busy spell). A quiet host's odd stolen
  * yield (the hypervisor's, or a peer's long turn: under 2 in 100 on W1)
- * does not trip it. The clock is
- * read only around a yield and, while busy, once per wait: slow paths.
+ * does not trip it. The clock is read only around a yield and, while
+ * busy, once per wait: slow paths.
  * Races on the average or the probe time lose an update at worst: they
  * are hints.
  */
@@ -67,7 +67,7 @@ typedef struct blq__spin {
 	_Atomic uint64_t probe_at; /* busy: the next probe's earliest time */
 } blq__spin;
 
-/* True while the host looks busy (for blq_stats and the tests). */
+/* True while the host looks busy: the waits then skip their looks. */
 static inline bool blq__spin_busy(const blq__spin *s)
 {
 	return atomic_load_explicit(&s->stolen, memory_order_relaxed) > BLQ__STOLEN_BUSY;
