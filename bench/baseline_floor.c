@@ -3,58 +3,35 @@
  * bodies alone cost when spread over the cores with no queue at all. A
  * handoff can approach it but never beat it, so "within 1.5x of the
  * floor" says how much of the machine the queue itself takes.
+ *
+ * It is the producer harness (baseline_producers.c) with one producer per
+ * online CPU whose "push" runs the task itself: the same release, the same
+ * slices, the same clock as every system it is set beside.
  */
-#include <pthread.h>
-#include <stdint.h>
-#include <stdlib.h>
 #include <unistd.h>
 
 #include "baseline.h"
+#include "baseline_producers.h"
 
-typedef struct floor_arg {
-	const bench_shape *s;
-	pthread_barrier_t *go;
-	size_t first, count;
-} floor_arg;
-
-static void *floor_main(void *p)
+static void run_task(void *sys, void *payload)
 {
-	floor_arg *a = p;
-
-	pthread_barrier_wait(a->go);
-	for (size_t i = 0; i < a->count; i++)
-		a->s->task((void *)(uintptr_t)(a->first + i + 1));
-	return NULL;
+	((const bench_shape *)sys)->task(payload);
 }
 
 int64_t bench_run_floor(const bench_shape *s)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned n = cpus > 0 && cpus < 256 ? (unsigned)cpus : 1;
-	pthread_t *t = calloc(n, sizeof(*t));
-	floor_arg *a = calloc(n, sizeof(*a));
-	pthread_barrier_t go;
+	bench_shape f = {.producers = cpus > 0 && cpus < 256 ? (unsigned)cpus : 1,
+			 .task = s->task};
+	bench_producers p;
 
-	if (t == NULL || a == NULL) {
-		free(t);
-		free(a);
+	/* The harness runs items / producers per thread: time that many,
+	 * and scale to the shape's count. */
+	f.items = s->items - s->items % f.producers;
+	if (f.items == 0 || bench_producers_start(&p, &f, run_task, &f) != 0)
 		return -1;
-	}
-	pthread_barrier_init(&go, NULL, n + 1);
-	for (unsigned i = 0; i < n; i++) {
-		size_t per = s->items / n;
-
-		a[i] = (floor_arg){s, &go, i * per, i + 1 == n ? s->items - i * per : per};
-		if (pthread_create(&t[i], NULL, floor_main, &a[i]) != 0)
-			abort(); /* a floor without its threads means nothing */
-	}
-	uint64_t start = bench_now_ns();
-	pthread_barrier_wait(&go);
-	for (unsigned i = 0; i < n; i++)
-		pthread_join(t[i], NULL);
-	int64_t elapsed = (int64_t)(bench_now_ns() - start);
-	pthread_barrier_destroy(&go);
-	free(t);
-	free(a);
-	return elapsed;
+	bench_producers_go(&p);
+	bench_producers_join(&p);
+	int64_t elapsed = (int64_t)(bench_now_ns() - p.start_ns);
+	return (int64_t)((double)elapsed * (double)s->items / (double)f.items);
 }
