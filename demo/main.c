@@ -33,6 +33,11 @@ static void usage(FILE *to)
 		"  -t, --request-time SECONDS      time a client has to send a whole request\n"
 		"                                  (default 30; then its connection is cut)\n"
 		"  -h, --help                      this text\n"
+		"  -hport PORT, -pport PORT        the original koykov/demo daemon's flags (also\n"
+		"                                  -hport=PORT, --hport): the port of --listen and\n"
+		"                                  of --metrics-listen; their host stays\n"
+		"                                  (127.0.0.1 unless given). -pfport is refused:\n"
+		"                                  blq-demo has no pprof server\n"
 		"API: POST /api/v1/init?key=K (JSON config), GET /api/v1/{producer-up,producer-down}"
 		"?key=K&delta=N,\n     /api/v1/{stop,force-stop,status,stats}?key=K, /api/v1/list, "
 		"/api/v1/ping. See README.md, \"Demo daemon\".\n"
@@ -46,6 +51,112 @@ static int parse_level(const char *s)
 	for (int i = 0; i < 4; i++)
 		if (strcmp(s, names[i]) == 0)
 			return i + 1;
+	return 0;
+}
+
+/*
+ * The original daemon's flags (koykov/demo queue/main.go, Go's flag
+ * package): -hport N and -pport N, also -hport=N, --hport N, --hport=N,
+ * set the port of the API and the metrics address. They are taken out of
+ * argv here, before getopt_long sees it. getopt_long_only would take
+ * them too, but it reads every single-dash word as a long option first,
+ * which changes today's short options ("-lo" would become --log-level
+ * instead of -l with "o"); this way the rest of argv goes to the same
+ * getopt_long call as before. The scan skips the value
+ * of every option that takes one ("-d -hport" keeps "-hport" as the dump
+ * directory) and stops at "--". Single-dash words that no option of ours
+ * spells ("-hprot", "-x") are refused by name here: getopt_long would read
+ * "-hprot" as -h and print the help with exit 0.
+ */
+typedef struct go_flags {
+	long hport, pport; /* -1: not given */
+} go_flags;
+
+static int go_flag_port(const char *flag, const char *v, long *out)
+{
+	char *end;
+	long p = (*v >= '0' && *v <= '9') ? strtol(v, &end, 10) : -1;
+	if (p < 0 || *end != '\0' || p > 65535) {
+		fprintf(stderr, "blq-demo: -%s: expected a port number 0..65535, got \"%s\"\n", flag, v);
+		return -1;
+	}
+	*out = p;
+	return 0;
+}
+
+/* Removes the original's flags from argv (kept in order otherwise);
+ * returns the new argc, or -1 after a message naming the bad flag. */
+static int take_go_flags(int argc, char **argv, const struct option *opts, go_flags *g)
+{
+	int n = 1, i = 1;
+	for (; i < argc; i++) {
+		char *a = argv[i];
+		if (strcmp(a, "--") == 0)
+			break;
+		if (a[0] != '-' || a[1] == '\0') { /* an operand, or "-" */
+			argv[n++] = a;
+			continue;
+		}
+		bool dash2 = a[1] == '-';
+		const char *name = a + (dash2 ? 2 : 1), *eq = strchr(name, '=');
+		size_t len = eq != NULL ? (size_t)(eq - name) : strlen(name);
+		long *port = len == 5 && strncmp(name, "hport", 5) == 0   ? &g->hport
+			     : len == 5 && strncmp(name, "pport", 5) == 0 ? &g->pport
+									   : NULL;
+		if (port != NULL || (len == 6 && strncmp(name, "pfport", 6) == 0)) {
+			const char *flag = port == &g->hport ? "hport" : port ? "pport" : "pfport";
+			const char *v = eq != NULL ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+			if (port == NULL) {
+				fprintf(stderr, "blq-demo: -pfport: the original's pprof port has no "
+						"equivalent (blq-demo serves no pprof); drop the flag\n");
+				return -1;
+			}
+			if (v == NULL) {
+				fprintf(stderr, "blq-demo: -%s: needs a port number\n", flag);
+				return -1;
+			}
+			if (go_flag_port(flag, v, port) != 0)
+				return -1;
+			continue;
+		}
+		argv[n++] = a;
+		if (dash2) { /* ours; skip its separate value, matching abbreviations as getopt_long */
+			for (const struct option *o = opts; o->name != NULL && eq == NULL; o++)
+				if (strncmp(o->name, name, len) == 0) {
+					if (o->has_arg == required_argument && i + 1 < argc)
+						argv[n++] = argv[++i];
+					break;
+				}
+			continue;
+		}
+		if (strchr("lmdrLt", name[0]) != NULL) { /* -l ADDR or -lADDR */
+			if (name[1] == '\0' && i + 1 < argc)
+				argv[n++] = argv[++i];
+			continue;
+		}
+		if (strcmp(name, "h") != 0 && strcmp(name, "help") != 0) {
+			fprintf(stderr, "blq-demo: unknown option \"%s\"\n", a);
+			return -1;
+		}
+	}
+	while (i < argc)
+		argv[n++] = argv[i++];
+	argv[n] = NULL;
+	return n;
+}
+
+/* "HOST:PORT" with @addr's host and @port, into @buf. */
+static int with_port(const char *what, const char *addr, long port, char *buf, size_t len)
+{
+	const char *colon = strrchr(addr, ':');
+	if (colon == NULL || colon == addr) {
+		fprintf(stderr, "blq-demo: %s %s: expected host:port\n", what, addr);
+		return -1;
+	}
+	if (snprintf(buf, len, "%.*s:%ld", (int)(colon - addr), addr, port) >= (int)len) {
+		fprintf(stderr, "blq-demo: %s %s: host too long\n", what, addr);
+		return -1;
+	}
 	return 0;
 }
 
@@ -80,6 +191,11 @@ int main(int argc, char **argv)
 		{"request-time", required_argument, NULL, 't'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
+	go_flags gof = {.hport = -1, .pport = -1};
+	if ((argc = take_go_flags(argc, argv, opts, &gof)) < 0) {
+		usage(stderr);
+		return 64;
+	}
 	int c;
 	while ((c = getopt_long(argc, argv, "l:m:d:r:L:t:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -113,6 +229,19 @@ int main(int argc, char **argv)
 		fprintf(stderr, "blq-demo: unexpected argument \"%s\"\n", argv[optind]);
 		usage(stderr);
 		return 64;
+	}
+
+	char listen_buf[300], mlisten_buf[300];
+	if (gof.hport >= 0) {
+		if (with_port("--listen", listen, gof.hport, listen_buf, sizeof listen_buf) != 0)
+			return 64;
+		listen = listen_buf;
+	}
+	if (gof.pport >= 0) {
+		if (with_port("--metrics-listen", mlisten, gof.pport, mlisten_buf,
+			      sizeof mlisten_buf) != 0)
+			return 64;
+		mlisten = mlisten_buf;
 	}
 
 	demo_env env = {.dump_dir = dump_dir, .logger = blq_stderr_logger(level)};
