@@ -76,8 +76,8 @@ char *demo_stage_stats_json(demo_stage *s, bool stopping);
 
 /**
  * demo_stage_sample() - record the numbers the dashboard charts, as of
- * now, in the stage's history (history.h). The registry's sampler calls
- * it once a period; not concurrently with itself.
+ * now, in the stage's history (history.h). Any thread; the registry's
+ * sampler calls it once a period.
  */
 void demo_stage_sample(demo_stage *s);
 
