@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <microhttpd.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +151,22 @@ static bool parse_delta(const char *d, unsigned *out)
 	return true;
 }
 
+/* ?after=N: a sample number, absent or empty meaning 0 (all). */
+static bool parse_after(const char *a, uint64_t *out)
+{
+	*out = 0;
+	if (a == NULL || a[0] == '\0')
+		return true;
+	uint64_t v = 0;
+	for (const char *p = a; *p != '\0'; p++) {
+		if (*p < '0' || *p > '9' || v > (INT64_MAX - 9) / 10)
+			return false;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	*out = v;
+	return true;
+}
+
 static enum MHD_Result api_init(demo_http *h, struct MHD_Connection *c, const char *key,
 				const request *rq)
 {
@@ -171,12 +188,14 @@ static enum MHD_Result api_init(demo_http *h, struct MHD_Connection *c, const ch
 	return reply(c, 200, NULL, "success", NULL);
 }
 
-/* Requests on a live key: status, producer-up, producer-down. */
+/* Requests on a live key: status, stats, history, producer-up, producer-down. */
 static enum MHD_Result api_stage(demo_http *h, struct MHD_Connection *c, const char *what,
 				 const char *key)
 {
 	unsigned delta = 1;
+	uint64_t after = 0;
 	bool up = strcmp(what, "producer-up") == 0, down = strcmp(what, "producer-down") == 0;
+	bool history = strcmp(what, "history") == 0;
 	bool cut = false;
 	if ((up || down) &&
 	    (!parse_delta(query_arg(c, "delta", &cut), &delta) || cut)) {
@@ -184,6 +203,9 @@ static enum MHD_Result api_stage(demo_http *h, struct MHD_Connection *c, const c
 		snprintf(err, sizeof err, "delta: expected an integer 0..%u", DEMO_PRODUCERS_MAX);
 		return reply(c, 400, err, NULL, NULL);
 	}
+	if (history && (!parse_after(query_arg(c, "after", &cut), &after) || cut))
+		return reply(c, 400, "after: expected a sample number (a non-negative integer, the "
+				     "\"seq\" of the last sample you have)", NULL, NULL);
 	bool stopping = false;
 	demo_stage *s = demo_registry_get(h->reg, key, &stopping);
 	char err[256];
@@ -192,9 +214,10 @@ static enum MHD_Result api_stage(demo_http *h, struct MHD_Connection *c, const c
 		return reply(c, 404, err, NULL, NULL);
 	}
 	enum MHD_Result ret;
-	if (strcmp(what, "stats") == 0) {
+	if (strcmp(what, "stats") == 0 || history) {
 		/* The dashboard's numbers: the object itself, not the envelope. */
-		char *st = demo_stage_stats_json(s, stopping);
+		char *st = history ? demo_stage_history_json(s, after)
+				   : demo_stage_stats_json(s, stopping);
 		ret = st ? send_text(c, 200, st, "application/json")
 			 : reply(c, 500, "out of memory", NULL, NULL);
 	} else if (!up && !down) {
@@ -217,7 +240,7 @@ static enum MHD_Result api_stage(demo_http *h, struct MHD_Connection *c, const c
 static enum MHD_Result api_route(demo_http *h, struct MHD_Connection *c, const char *url,
 				 const char *method, const request *rq)
 {
-	static const char *const paths[] = {"ping", "list", "init", "status", "stats",
+	static const char *const paths[] = {"ping", "list", "init", "status", "stats", "history",
 					    "producer-up", "producer-down", "stop", "force-stop"};
 	const char *what = NULL;
 	char err[256];
@@ -226,9 +249,9 @@ static enum MHD_Result api_route(demo_http *h, struct MHD_Connection *c, const c
 		for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
 			if (strcmp(url + 8, paths[i]) == 0)
 				what = paths[i];
-	/* Everything but ping, list, status and stats changes a queue. */
+	/* Everything but ping, list, status, stats and history changes a queue. */
 	bool changes = what != NULL && strcmp(what, "ping") != 0 && strcmp(what, "list") != 0 &&
-		       strncmp(what, "stat", 4) != 0;
+		       strncmp(what, "stat", 4) != 0 && strcmp(what, "history") != 0;
 	if (demo_origin_refusal(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host"),
 				MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin"),
 				MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-Fetch-Site"),

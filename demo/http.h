@@ -4,6 +4,7 @@
  *   the API   /api/v1/{init,producer-up,producer-down,stop,force-stop,
  *             status,list,ping}, replies {"status","error","message"};
  *             /api/v1/stats?key=K, the dashboard's numbers (stage.h);
+ *             /api/v1/history?key=K[&after=SEQ], its recent past (history.h);
  *             and the dashboard page itself at / (dashboard.h);
  *   metrics   /metrics, the Prometheus exposition of every queue.
  * Both limit connections (total and per client address), header memory,

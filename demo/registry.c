@@ -1,6 +1,8 @@
-/* Stages by key: the state machine of registry.h under one mutex. */
+/* Stages by key: the state machine of registry.h under one mutex, and
+ * the sampler that records each live stage's history (history.h). */
 #include "registry.h"
 
+#include "history.h"
 #include "log.h"
 
 #include <jansson.h>
@@ -9,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum entry_state { ENTRY_IDLE = 0, ENTRY_STARTING, ENTRY_RUNNING, ENTRY_STOPPING };
 
@@ -22,6 +25,7 @@ typedef struct entry {
 	uint64_t stops;          /* stops completed, so an escalation can wait for one */
 	char *final;             /* the last stop's accounting, for the escalations */
 	bool forced;             /* the stop in progress was escalated */
+	uint64_t sample_due_ns;  /* CLOCK_MONOTONIC: the stage's next sample */
 } entry;
 
 struct demo_registry {
@@ -33,7 +37,76 @@ struct demo_registry {
 	unsigned live;       /* entries not IDLE */
 	bool shutting_down;
 	bool forcing;        /* a second signal: every stop is forced */
+
+	/* The sampler: one thread, asleep on tick until the earliest
+	 * sample_due_ns of the live stages, or for good while none is live. */
+	pthread_t sampler;
+	pthread_cond_t tick; /* CLOCK_MONOTONIC; a stage started, or stop */
+	bool sampler_stop;
 };
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static bool live(const entry *e)
+{
+	return (e->state == ENTRY_RUNNING || e->state == ENTRY_STOPPING) && e->stage != NULL;
+}
+
+/* Samples each live stage when it is due, every DEMO_HISTORY_PERIOD_MS
+ * from its start. The stages due are borrowed (refs), so a stop waits for
+ * their sample, and sampled without the lock: status, list and stop need
+ * it meanwhile. */
+static void *sampler_main(void *arg)
+{
+	demo_registry *r = arg;
+	const uint64_t period = (uint64_t)DEMO_HISTORY_PERIOD_MS * 1000000u;
+	entry *due[DEMO_STAGES_MAX];
+	demo_stage *stages[DEMO_STAGES_MAX];
+	pthread_mutex_lock(&r->mu);
+	while (!r->sampler_stop) {
+		uint64_t now = now_ns(), next = UINT64_MAX;
+		unsigned n = 0;
+		for (unsigned i = 0; i < r->nkeys; i++) {
+			entry *e = &r->entries[i];
+			if (!live(e))
+				continue;
+			if (e->sample_due_ns <= now && n < DEMO_STAGES_MAX) {
+				e->refs++;
+				stages[n] = e->stage;
+				due[n++] = e;
+				e->sample_due_ns += period;
+				if (e->sample_due_ns <= now) /* fell behind: no burst to catch up */
+					e->sample_due_ns = now + period;
+			}
+			if (e->sample_due_ns < next)
+				next = e->sample_due_ns;
+		}
+		if (n > 0) {
+			pthread_mutex_unlock(&r->mu);
+			for (unsigned i = 0; i < n; i++)
+				demo_stage_sample(stages[i]);
+			pthread_mutex_lock(&r->mu);
+			for (unsigned i = 0; i < n; i++)
+				if (--due[i]->refs == 0)
+					pthread_cond_broadcast(&r->cond);
+			continue; /* time went by: look again */
+		}
+		if (next == UINT64_MAX) {
+			pthread_cond_wait(&r->tick, &r->mu);
+		} else {
+			struct timespec ts = {.tv_sec = (time_t)(next / 1000000000u),
+					      .tv_nsec = (long)(next % 1000000000u)};
+			pthread_cond_timedwait(&r->tick, &r->mu, &ts);
+		}
+	}
+	pthread_mutex_unlock(&r->mu);
+	return NULL;
+}
 
 demo_registry *demo_registry_new(const demo_env *env)
 {
@@ -48,6 +121,20 @@ demo_registry *demo_registry_new(const demo_env *env)
 	r->env = env;
 	pthread_mutex_init(&r->mu, NULL);
 	pthread_cond_init(&r->cond, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&r->tick, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&r->sampler, NULL, sampler_main, r) != 0) {
+		pthread_cond_destroy(&r->tick);
+		pthread_cond_destroy(&r->cond);
+		pthread_mutex_destroy(&r->mu);
+		free(r->entries);
+		free(r);
+		return NULL;
+	}
+	pthread_setname_np(r->sampler, "blq-demo-hist");
 	return r;
 }
 
@@ -55,8 +142,14 @@ void demo_registry_free(demo_registry *r)
 {
 	if (r == NULL)
 		return;
+	pthread_mutex_lock(&r->mu);
+	r->sampler_stop = true;
+	pthread_cond_signal(&r->tick);
+	pthread_mutex_unlock(&r->mu);
+	pthread_join(r->sampler, NULL);
 	pthread_mutex_destroy(&r->mu);
 	pthread_cond_destroy(&r->cond);
+	pthread_cond_destroy(&r->tick);
 	for (unsigned i = 0; i < r->nkeys; i++)
 		free(r->entries[i].final);
 	free(r->entries);
@@ -131,6 +224,8 @@ int demo_registry_init(demo_registry *r, const char *key, const demo_spec *spec,
 	if (s != NULL) {
 		e->stage = s;
 		e->state = ENTRY_RUNNING;
+		e->sample_due_ns = now_ns(); /* the history's first sample: now */
+		pthread_cond_signal(&r->tick);
 		status = 200;
 	} else {
 		e->state = ENTRY_IDLE;
@@ -146,8 +241,7 @@ demo_stage *demo_registry_get(demo_registry *r, const char *key, bool *stopping)
 	demo_stage *s = NULL;
 	pthread_mutex_lock(&r->mu);
 	entry *e = find(r, key);
-	if (e != NULL && (e->state == ENTRY_RUNNING || e->state == ENTRY_STOPPING) &&
-	    e->stage != NULL) {
+	if (e != NULL && live(e)) {
 		e->refs++;
 		s = e->stage;
 		*stopping = e->state == ENTRY_STOPPING;
@@ -254,7 +348,7 @@ char *demo_registry_list_json(demo_registry *r)
 	pthread_mutex_lock(&r->mu);
 	for (unsigned i = 0; i < r->nkeys; i++) {
 		entry *e = &r->entries[i];
-		if ((e->state != ENTRY_RUNNING && e->state != ENTRY_STOPPING) || e->stage == NULL)
+		if (!live(e))
 			continue;
 		/* Status reads only thread-safe getters; the stage cannot be
 		 * freed while the registry lock is held. */
@@ -305,8 +399,7 @@ int demo_registry_render_producers(demo_registry *r, char **buf, size_t *len, si
 			    fam[f][0]);
 		for (unsigned i = 0; i < r->nkeys && rc == 0; i++) {
 			entry *e = &r->entries[i];
-			if ((e->state != ENTRY_RUNNING && e->state != ENTRY_STOPPING) ||
-			    e->stage == NULL)
+			if (!live(e))
 				continue;
 			unsigned active, max;
 			demo_stage_producers(e->stage, &active, &max);

@@ -11,6 +11,9 @@
  * Metrics writers are made once per key and reused when the key starts
  * again (Prometheus counters of a series stay monotonic). Keys ever seen
  * are bounded (DEMO_KEYS_MAX), live stages too (DEMO_STAGES_MAX).
+ *
+ * The registry's sampler thread records each live stage's history for
+ * the dashboard (history.h), borrowing the stage like a handler.
  */
 #ifndef BLQ_DEMO_REGISTRY_H
 #define BLQ_DEMO_REGISTRY_H
@@ -25,10 +28,11 @@
 
 typedef struct demo_registry demo_registry;
 
-/** demo_registry_new() - an empty registry; @env is borrowed. NULL on ENOMEM. */
+/** demo_registry_new() - an empty registry with its sampler running; @env
+ * is borrowed. NULL when out of memory or threads. */
 demo_registry *demo_registry_new(const demo_env *env);
 
-/** demo_registry_free() - after demo_registry_stop_all. */
+/** demo_registry_free() - stop the sampler, free; after demo_registry_stop_all. */
 void demo_registry_free(demo_registry *r);
 
 /**

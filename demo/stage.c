@@ -200,6 +200,11 @@ demo_stage *demo_stage_start(const char *key, const demo_spec *spec, const demo_
 	*status = 500;
 	if (spec->has_restore && build_restorer(s, dw, err, errlen) != 0)
 		goto fail;
+	s->history = demo_history_new(DEMO_HISTORY_SAMPLES, blq_qos_subqs(s->q));
+	if (s->history == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
 	if (blq_prom_watch(s->prom, s->q) != 0) {
 		snprintf(err, errlen, "metrics: cannot watch the queue (out of memory)");
 		goto fail;
@@ -273,5 +278,6 @@ void demo_stage_free(demo_stage *s)
 	blq_dump_free(s->dump);
 	blq_dump_reader_free(s->reader);
 	blq_dump_writer_free(s->writer);
+	demo_history_free(s->history);
 	free(s);
 }

@@ -75,6 +75,23 @@ char *demo_stage_status_json(demo_stage *s);
 char *demo_stage_stats_json(demo_stage *s, bool stopping);
 
 /**
+ * demo_stage_sample() - record the numbers the dashboard charts, as of
+ * now, in the stage's history (history.h). Any thread; the registry's
+ * sampler calls it once a period.
+ */
+void demo_stage_sample(demo_stage *s);
+
+/**
+ * demo_stage_history_json() - the dashboard's recent past: "key",
+ * "instance" (as stats), "period_s", "capacity" (samples kept) and
+ * "samples", oldest first, those numbered after @after (0: all the ring
+ * holds). Each sample has its "seq" and the members of stats that the
+ * dashboard charts, under the same names.
+ * Return: a malloc'd string, or NULL.
+ */
+char *demo_stage_history_json(demo_stage *s, uint64_t after);
+
+/**
  * demo_stage_stop() - stop the producers and the schedule, close the
  * restorer, close the queue (drain, or force: the rest goes to the DLQ),
  * close the dump (flush). Blocks until done.

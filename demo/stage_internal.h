@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "history.h"
 #include "stage.h"
 
 enum producer_state {
@@ -52,6 +53,8 @@ struct demo_stage {
 	bool sched_stop;
 	uint64_t started_ms; /* CLOCK_MONOTONIC, for relative ranges */
 	blq_logger logger;
+
+	demo_history *history; /* the dashboard's samples (history.h) */
 };
 
 

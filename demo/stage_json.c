@@ -1,9 +1,10 @@
 /* A stage's numbers as JSON: the original's status, the final accounting
- * after a stop, and the dashboard's stats. */
+ * after a stop, the dashboard's stats, and its samples (history.h). */
 #include "stage_internal.h"
 
 #include <jansson.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static json_t *dump_stats_json(blq_dump *d)
@@ -155,4 +156,140 @@ char *demo_stage_stats_json(demo_stage *s, bool stopping)
 	if (o != NULL)
 		json_object_set_new(o, "qos", qos_json(s->q));
 	return with_dump_text(s, o);
+}
+
+void demo_stage_sample(demo_stage *s)
+{
+	_Alignas(demo_sample) unsigned char buf[sizeof(demo_sample) +
+						BLQ_QOS_SUBQS_MAX * sizeof(uint64_t)];
+	demo_sample *x = (demo_sample *)buf;
+	unsigned nsubqs = demo_history_nsubqs(s->history);
+	struct blq_stats st;
+	struct timespec now;
+	unsigned active, max;
+	memset(buf, 0, demo_sample_size(nsubqs));
+	if (blq_stats(s->q, &st) != 0)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	demo_stage_producers(s, &active, &max);
+	x->t = (double)now.tv_sec + now.tv_nsec / 1e9;
+	x->size = st.size;
+	x->capacity = st.capacity;
+	x->rate = blq_rate(s->q);
+	x->wakeup_factor = st.wakeup_factor;
+	x->sleep_factor = st.sleep_factor;
+	x->workers_active = st.workers_active;
+	x->workers_asleep = st.workers_asleep;
+	x->workers_idle = st.workers_idle;
+	x->workers_min = st.workers_min;
+	x->workers_max = st.workers_max;
+	x->workers_busy = st.workers_busy;
+	x->workers_overrunning = st.workers_overrunning;
+	x->workers_stuck = st.workers_stuck;
+	x->producers_active = active;
+	x->producers_blocked = st.producers_blocked;
+	x->in = st.in;
+	x->processed = st.processed;
+	x->failed = st.failed;
+	x->leaked = st.leaked;
+	x->lost = st.lost;
+	x->retried = st.retried;
+	x->expired = st.expired;
+	x->leaked_deadline = st.leaked_deadline;
+	x->timed_out = st.timed_out;
+	if (s->dump != NULL) {
+		struct blq_dump_stats ds;
+		if (blq_dump_stats(s->dump, &ds) == 0) {
+			x->dump_written = ds.written;
+			x->dump_dropped = ds.dropped;
+		}
+	}
+	if (s->restorer != NULL) {
+		struct blq_restorer_stats rs;
+		if (blq_restorer_stats(s->restorer, &rs) == 0)
+			x->restored = rs.restored;
+	}
+	blq_qos_subq_stats q;
+	if (nsubqs > 0 && blq_qos_subq_info(s->q, BLQ_QOS_EGRESS, &q) == 0)
+		x->egress_size = q.size;
+	for (unsigned i = 0; i < nsubqs; i++)
+		if (blq_qos_subq_info(s->q, i, &q) == 0)
+			x->subq_size[i] = q.size;
+	demo_history_record(s->history, x);
+}
+
+/* One sample in the shape of stats (the members the dashboard charts);
+ * @names: the QoS sub-queues' names. */
+static json_t *sample_json(const demo_stage *s, const demo_sample *x, uint64_t seq,
+			   unsigned nsubqs, const char *const *names)
+{
+	json_t *o = json_pack(
+		"{s:I,s:f,s:I,s:I,s:f,s:f,s:f,"
+		"s:{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i},s:{s:i,s:i},s:i,"
+		"s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",
+		"seq", (json_int_t)seq, "t", x->t, "size", (json_int_t)x->size, "capacity",
+		(json_int_t)x->capacity, "rate", x->rate, "wakeup_factor", x->wakeup_factor,
+		"sleep_factor", x->sleep_factor,
+		"workers", "active", (int)x->workers_active, "asleep", (int)x->workers_asleep, "idle",
+		(int)x->workers_idle, "min", (int)x->workers_min, "max", (int)x->workers_max, "busy",
+		(int)x->workers_busy, "overrunning", (int)x->workers_overrunning, "stuck",
+		(int)x->workers_stuck,
+		"producers", "active", (int)x->producers_active, "max", (int)s->spec.producers_max,
+		"producers_blocked", (int)x->producers_blocked,
+		"counters", "in", (json_int_t)x->in, "processed", (json_int_t)x->processed, "failed",
+		(json_int_t)x->failed, "leaked", (json_int_t)x->leaked, "lost", (json_int_t)x->lost,
+		"expired", (json_int_t)x->expired, "leaked_deadline", (json_int_t)x->leaked_deadline,
+		"retried", (json_int_t)x->retried, "timed_out", (json_int_t)x->timed_out);
+	if (o == NULL)
+		return NULL;
+	json_t *qos = json_null();
+	if (nsubqs > 0) {
+		json_t *subqs = json_array();
+		for (unsigned i = 0; i < nsubqs; i++)
+			json_array_append_new(subqs, json_pack("{s:s,s:I}", "name", names[i], "size",
+							       (json_int_t)x->subq_size[i]));
+		qos = json_pack("{s:{s:I},s:o}", "egress", "size", (json_int_t)x->egress_size,
+				"subqs", subqs);
+	}
+	json_object_set_new(o, "qos", qos);
+	if (s->dump != NULL)
+		json_object_set_new(o, "dump", json_pack("{s:I,s:I}", "written",
+							 (json_int_t)x->dump_written, "dropped",
+							 (json_int_t)x->dump_dropped));
+	if (s->restorer != NULL)
+		json_object_set_new(o, "restore",
+				    json_pack("{s:I}", "restored", (json_int_t)x->restored));
+	return o;
+}
+
+char *demo_stage_history_json(demo_stage *s, uint64_t after)
+{
+	unsigned nsubqs = demo_history_nsubqs(s->history);
+	const char *names[BLQ_QOS_SUBQS_MAX];
+	blq_qos_subq_stats q;
+	for (unsigned i = 0; i < nsubqs; i++)
+		names[i] = blq_qos_subq_info(s->q, i, &q) == 0 && q.name != NULL ? q.name : "";
+	size_t n;
+	uint64_t first;
+	void *samples = demo_history_since(s->history, after, &n, &first);
+	if (samples == NULL && n > 0)
+		return NULL;
+	json_t *arr = json_array();
+	for (size_t i = 0; arr != NULL && i < n; i++) {
+		json_t *v = sample_json(s, demo_history_at(samples, nsubqs, i), first + i, nsubqs,
+					names);
+		if (v == NULL || json_array_append_new(arr, v) != 0) {
+			json_decref(arr);
+			arr = NULL;
+		}
+	}
+	free(samples);
+	json_t *o = arr != NULL ? json_pack("{s:s,s:I,s:f,s:i,s:o}", "key", s->key, "instance",
+					    (json_int_t)s->instance, "period_s",
+					    DEMO_HISTORY_PERIOD_MS / 1000.0, "capacity",
+					    (int)demo_history_capacity(s->history), "samples", arr)
+				: NULL;
+	char *text = o != NULL ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	return text;
 }

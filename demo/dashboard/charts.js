@@ -89,8 +89,9 @@
     }
 
     /* Appends one sample: values.t is its time in seconds (the daemon's
-     * clock, increasing); a missing or non-numeric value leaves a gap. */
-    push(values) {
+     * clock, increasing); a missing or non-numeric value leaves a gap.
+     * draw false: the caller draws later (many samples at once). */
+    push(values, draw = true) {
       this.times.push(values.t);
       for (const s of this.series) {
         const v = values[s.key];
@@ -101,7 +102,7 @@
         this.times.shift();
         for (const s of this.series) s.values.shift();
       }
-      this.draw();
+      if (draw) this.draw();
     }
 
     /* A line of text under the legend (e.g. totals); '' hides it. */
@@ -179,7 +180,7 @@
         g.fillText(text, left - 4, py);
       }
       g.textBaseline = 'top';
-      const every = n > 60 ? 30 : n > 30 ? 15 : 10;
+      const every = n > 150 ? 60 : n > 60 ? 30 : n > 30 ? 15 : 10;
       for (let ago = 0; ago < n; ago += every) {
         g.textAlign = ago === 0 ? 'right' : 'center';
         g.fillText(ago === 0 ? 'now' : '-' + ago + 's', xAgo(ago), topPad + ph + 4);

@@ -4,11 +4,19 @@
  * per-second rates and feeds the charts; the controls call the same API
  * as demo/requests/*.sh. Everything the API refuses is shown in words.
  *
+ * History: the daemon keeps each key's last 5 minutes of samples, a second
+ * apart (/api/v1/history?key=K, demo/history.h). Before the first live
+ * sample of a run of a key (the page opened, another queue chosen, the key
+ * started again) the page draws those, so a page opened mid-run shows the
+ * run so far. History and live samples join by time: a sample not newer
+ * than the last one drawn is dropped, so none is drawn twice.
+ *
  * Polling: one request at a time (the next starts a second after the last
  * began, once it has answered), so a slow daemon gets no pile of requests
  * and samples arrive in order; switching queues aborts the one in flight.
  * A sample of another run of the key (its "instance" changed: stopped and
- * started again, or the daemon restarted) starts the charts afresh.
+ * started again, or the daemon restarted) starts the charts afresh, from
+ * that run's history.
  *
  * window.blqDashboard exposes the charts and samples (for the browser
  * test and for anyone poking at the page from the console).
@@ -18,12 +26,14 @@
 (function () {
   const { LineChart, formatValue, formatPercent } = window.BlqCharts;
   const POLL_MS = 1000, LIST_MS = 5000, TIMEOUT_MS = 4000;
+  const SPAN_S = 300; /* the charts' window: what the daemon keeps (DEMO_HISTORY_SAMPLES) */
   const $ = id => document.getElementById(id);
 
   const state = {
     key: '',            /* the queue watched */
     prev: null,         /* the previous stats sample of that run of the key */
-    samples: [],        /* derived samples, the last 120 */
+    samples: [],        /* derived samples, the last SPAN_S seconds' */
+    needHistory: true,  /* the charts are empty: draw the daemon's history first */
     presets: {},
     stopping: new Set(),/* keys whose stop this page has sent and not seen end */
     stoppedHere: new Set(),/* keys this page stopped: their 404 is no news */
@@ -106,9 +116,10 @@
 
   /* ---- polling the chosen queue ---------------------------------------- */
 
-  function clearHistory() {
+  function clearCharts() {
     state.prev = null;
     state.samples = [];
+    state.needHistory = true;
     for (const c of Object.values(charts)) if (c) c.clear();
     showOptional(null);
   }
@@ -119,7 +130,7 @@
     if (key === state.key) return;
     state.key = key;
     if (byHand) say('');
-    clearHistory();
+    clearCharts();
     setControls();
     state.gen++;
     clearTimeout(state.pollTimer);
@@ -146,7 +157,7 @@
     setConnection(res.status !== 0);
     if (res.status === 0) return;
     if (res.status === 404) {
-      clearHistory();
+      clearCharts();
       if (!state.stoppedHere.delete(key)) say('Queue "' + key + '" is not running any more.', 'info');
       refreshList();
       return;
@@ -155,7 +166,27 @@
       say(explain('Reading the numbers of "' + key + '"', res), 'error');
       return;
     }
+    if (state.prev && res.body.instance !== state.prev.instance) clearCharts(); /* another run */
+    if (state.needHistory && !(await loadHistory(gen, key))) return;
     feed(res.body);
+  }
+
+  /* Draws the run's samples so far (the daemon's history of @key), before
+   * the live one that follows. Return: false when the poll should stop
+   * here (switched meanwhile, or the daemon unreachable: tried again at
+   * the next poll). */
+  async function loadHistory(gen, key) {
+    const res = await call('/api/v1/history?key=' + encodeURIComponent(key), { signal: state.pollCtl.signal });
+    if (gen !== state.gen || res.aborted) return false;
+    if (res.status === 0) {
+      setConnection(false);
+      return false;
+    }
+    state.needHistory = false;
+    if (!res.ok || !res.body || !Array.isArray(res.body.samples)) return true; /* the live poll tells */
+    for (const x of res.body.samples) feed(Object.assign({ instance: res.body.instance }, x), true);
+    for (const c of Object.values(charts)) if (c) c.draw();
+    return true;
   }
 
   /* Per-second rate of a counter between two samples; null on the first. */
@@ -164,11 +195,13 @@
     return dt > 0 ? Math.max(0, pick(cur) - pick(prev)) / dt : null;
   }
 
-  function feed(st) {
-    let prev = state.prev;
+  /* Draws one stats sample (or a history one, in the same shape); @quiet:
+   * the canvases are drawn later, once for a whole history. */
+  function feed(st, quiet) {
+    const prev = state.prev;
     if (prev && st.instance !== prev.instance) {
-      clearHistory(); /* another run of the key: its counters start again */
-      prev = null;
+      clearCharts(); /* another run of the key: the next poll draws its history */
+      return;
     }
     if (prev && st.t <= prev.t) return; /* not newer than what is drawn */
     const c = st.counters;
@@ -193,22 +226,22 @@
     };
     state.prev = st;
     state.samples.push(s);
-    if (state.samples.length > 120) state.samples.shift();
+    while (s.t - state.samples[0].t > SPAN_S) state.samples.shift();
 
-    for (const id of ['size', 'fill', 'workers', 'producers', 'throughput', 'retries']) charts[id].push(s);
+    for (const id of ['size', 'fill', 'workers', 'producers', 'throughput', 'retries']) charts[id].push(s, !quiet);
     charts.retries.setNote('since start: ' + formatValue(s.retried) + ' retries, ' + formatValue(s.deadline) +
       ' past their deadline, ' + formatValue(s.timed_out) + ' timed out');
     showOptional(st);
     if (st.qos) {
       const v = { t: s.t, egress: st.qos.egress.size };
       st.qos.subqs.forEach((q, i) => { v['subq' + i] = q.size; });
-      ensureQosChart(st.qos).push(v);
+      ensureQosChart(st.qos).push(v, !quiet);
     }
     if (st.dump || st.restore) {
       charts.dump.push({
         t: s.t, written: st.dump ? st.dump.written : null, dropped: st.dump ? st.dump.dropped : null,
         restored: st.restore ? st.restore.restored : null
-      });
+      }, !quiet);
     }
     for (const el of document.querySelectorAll('[data-metric]')) {
       const v = s[el.dataset.metric];
@@ -222,26 +255,27 @@
   /* ---- charts ---------------------------------------------------------- */
 
   const chartsEl = $('charts');
+  const chart = opts => new LineChart(chartsEl, Object.assign({ span: SPAN_S }, opts));
   const charts = {
-    size: new LineChart(chartsEl, { id: 'size', title: 'Size and capacity (items)', series: [
+    size: chart({ id: 'size', title: 'Size and capacity (items)', series: [
       { key: 'size', label: 'size' }, { key: 'capacity', label: 'capacity', dash: true, color: '#64748b' }] }),
-    fill: new LineChart(chartsEl, { id: 'fill', title: 'Fill rate against the wakeup and sleep factors', series: [
+    fill: chart({ id: 'fill', title: 'Fill rate against the wakeup and sleep factors', series: [
       { key: 'rate', label: 'fill rate' }, { key: 'wakeup_factor', label: 'wakeup', dash: true, color: '#dc2626' },
       { key: 'sleep_factor', label: 'sleep', dash: true, color: '#16a34a' }] }),
-    workers: new LineChart(chartsEl, { id: 'workers', title: 'Workers', series: [
+    workers: chart({ id: 'workers', title: 'Workers', series: [
       { key: 'workers_active', label: 'active' }, { key: 'workers_asleep', label: 'asleep', color: '#ca8a04' },
       { key: 'workers_idle', label: 'idle slots', color: '#94a3b8' },
       { key: 'workers_max', label: 'max', dash: true, color: '#64748b' }] }),
-    producers: new LineChart(chartsEl, { id: 'producers', title: 'Producers', series: [
+    producers: chart({ id: 'producers', title: 'Producers', series: [
       { key: 'producers_active', label: 'active', color: '#9333ea' },
       { key: 'producers_max', label: 'max', dash: true, color: '#64748b' }] }),
-    throughput: new LineChart(chartsEl, { id: 'throughput', title: 'Items per second', series: [
+    throughput: chart({ id: 'throughput', title: 'Items per second', series: [
       { key: 'in_rate', label: 'in' }, { key: 'out_rate', label: 'out', color: '#16a34a' },
       { key: 'leak_rate', label: 'leaked', color: '#ea580c' }, { key: 'lost_rate', label: 'lost', color: '#dc2626' }] }),
-    retries: new LineChart(chartsEl, { id: 'retries', title: 'Retries, deadlines and timeouts per second', series: [
+    retries: chart({ id: 'retries', title: 'Retries, deadlines and timeouts per second', series: [
       { key: 'retry_rate', label: 'retries' }, { key: 'deadline_rate', label: 'past deadline', color: '#dc2626' },
       { key: 'timeout_rate', label: 'timed out', color: '#ca8a04' }] }),
-    dump: new LineChart(chartsEl, { id: 'dump', title: 'Dump and restore (items since start)', series: [
+    dump: chart({ id: 'dump', title: 'Dump and restore (items since start)', series: [
       { key: 'written', label: 'dumped' }, { key: 'dropped', label: 'dropped', color: '#dc2626' },
       { key: 'restored', label: 'restored', color: '#16a34a' }] }),
     qos: null
@@ -253,7 +287,7 @@
     const names = qos.subqs.map(q => q.name).join('\n');
     if (charts.qos && charts.qos.names === names) return charts.qos;
     if (charts.qos) charts.qos.el.remove();
-    charts.qos = new LineChart(chartsEl, { id: 'qos', title: 'Sub-queues (QoS, items queued)', series:
+    charts.qos = chart({ id: 'qos', title: 'Sub-queues (QoS, items queued)', series:
       qos.subqs.map((q, i) => ({ key: 'subq' + i, label: q.name }))
         .concat([{ key: 'egress', label: 'egress', dash: true, color: '#64748b' }]) });
     charts.qos.names = names;

@@ -23,6 +23,23 @@ EOF
 # --- ping, list, routing ----------------------------------------------------
 call GET /api/v1/ping
 expect 200 '.message == "pong" and (has("error") | not)' "ping"
+
+# The history sampler (demo/history.h) is one named thread that sleeps for
+# good while no key is live: no wakeup in 1.5 s.
+sampler_switches() {
+	local t
+	for t in /proc/"$DAEMON_PID"/task/*; do
+		[ "$(cat "$t/comm" 2>/dev/null)" = blq-demo-hist ] || continue
+		awk '/^voluntary_ctxt_switches/ { print $2 }' "$t/status"
+		return
+	done
+}
+sw0=$(sampler_switches)
+[ -n "$sw0" ] || fail "no blq-demo-hist thread in /proc/$DAEMON_PID/task"
+sleep 1.5
+sw1=$(sampler_switches)
+[ "$sw1" = "$sw0" ] || fail "the idle sampler woke up: $sw0 -> $sw1 context switches in 1.5 s"
+ok "the history sampler sleeps while no key is live ($sw1 switches, unchanged)"
 call POST /api/v1/ping
 expect 200 '.message == "pong"' "ping by POST"
 call GET /api/v1/list
@@ -69,7 +86,7 @@ call GET "/api/v1/init?key=k1"
 expect 405 '.error | test("POST")' "init by GET"
 
 # --- keys ---------------------------------------------------------------------
-for ep in status stats producer-up producer-down stop force-stop init; do
+for ep in status stats history producer-up producer-down stop force-stop init; do
 	call POST "/api/v1/$ep"
 	expect 400 '.error | test("^key: missing")' "$ep without key"
 	call POST "/api/v1/$ep?key="
@@ -85,7 +102,7 @@ expect 400 '.error | test("^key:")' "init with key ../etc"
 [ -z "$(ls -A "$E2E_DUMP")" ] || fail "the dump dir is not empty after bad keys"
 call GET "/api/v1/status?key=${long:1}"
 expect 404 '.error | test("not found")' "status with a 63-character key (valid, unknown)"
-for ep in status producer-up producer-down stop force-stop; do
+for ep in status history producer-up producer-down stop force-stop; do
 	call GET "/api/v1/$ep?key=nosuch"
 	expect 404 '.error | test("queue \"nosuch\" not found")' "$ep of an unknown key"
 done
@@ -166,6 +183,7 @@ call GET "/api/v1/status?key=bad"
 expect 404 '' "no queue was left behind by the refused inits"
 
 # --- a queue's life ---------------------------------------------------------------
+k1_t0=$(now_ms)
 init k1 "$small"
 expect 200 '.message == "success"' "init k1"
 init k1 "$small"
@@ -198,6 +216,50 @@ jqtrue "$stats" ".t > $t1 and .counters.in > $in1" || fail "stats k1 does not mo
 ok "stats k1: the numbers, and its clock and counters move"
 call GET "/api/v1/stats?key=nope"
 expect 404 '.error | test("not found")' "stats of an unknown key"
+
+# The history (demo/history.h): 5 s after its init, k1 has a sample a
+# second from the init on, numbered from 1, the counters never going back,
+# each sample in the shape of stats and none ahead of a stats read after it.
+sleep "$(awk -v ms=$(( k1_t0 + 5200 - $(now_ms) )) 'BEGIN { print (ms > 0 ? ms : 0) / 1000 }')"
+hist=$(curl -sS --max-time 10 "$API/api/v1/history?key=k1")
+stats=$(curl -sS --max-time 10 "$API/api/v1/stats?key=k1")
+jqtrue "$hist" '.key == "k1" and .period_s == 1 and .capacity == 300 and (.samples | type) == "array"' ||
+	fail "history k1: $hist"
+jq -e --argjson s "$stats" '.instance == $s.instance' <<<"$hist" >/dev/null ||
+	fail "history k1: not the instance of stats ($(jq .instance <<<"$stats")): $(jq .instance <<<"$hist")"
+n=$(jq '.samples | length' <<<"$hist")
+(( n >= 4 && n <= 7 )) || fail "history k1 5 s after init: $n samples, want 4..7: $hist"
+jqtrue "$hist" '[.samples[].seq] == [range(1; (.samples | length) + 1)]' ||
+	fail "history k1: not numbered 1..$n: $(jq -c '[.samples[].seq]' <<<"$hist")"
+jqtrue "$hist" '[.samples[].t] as $t | [range(1; $t | length) | $t[.] - $t[. - 1]] as $d
+	| all($d[]; . > 0.5 and . < 1.5)
+	and (($t[-1] - $t[0]) / ($d | length) | . > 0.95 and . < 1.05)' ||
+	fail "history k1: not a sample a second: t $(jq -c '[.samples[].t]' <<<"$hist")"
+jqtrue "$hist" '.samples as $x | all(range(1; $x | length);
+	. as $i | $x[$i].counters | to_entries | all(.value >= $x[$i - 1].counters[.key]))' ||
+	fail "history k1: a counter went back: $(jq -c '[.samples[].counters]' <<<"$hist")"
+jq -e --argjson s "$stats" '.samples[-1] | .t < $s.t
+	and (.counters | to_entries | all(.value <= $s.counters[.key]))
+	and .counters.in > 0 and .capacity == $s.capacity and .producers == {"active": 1, "max": 3}
+	and .workers.max == $s.workers.max' <<<"$hist" >/dev/null ||
+	fail "history k1: the last sample does not fit stats $stats: $(jq -c '.samples[-1]' <<<"$hist")"
+jq -e --argjson s "$stats" '.samples[-1] | [paths(scalars) as $p | select($p != ["seq"])
+	| select(($s | getpath($p) | type) != (getpath($p) | type))] == []' <<<"$hist" >/dev/null ||
+	fail "history k1: a sample member is not in stats: $(jq -c '.samples[-1]' <<<"$hist") / $stats"
+ok "history k1: $n samples a second apart from the init, in the shape of stats"
+call GET "/api/v1/history?key=k1&after=$((n - 2))"
+[ "$CODE" = 200 ] || fail "history after=$((n - 2)): HTTP $CODE: $BODY"
+jqtrue "$BODY" "[.samples[].seq] | .[0] == $((n - 1)) and all(. > $((n - 2)))" ||
+	fail "history after=$((n - 2)): $(jq -c '[.samples[].seq]' <<<"$BODY")"
+call GET "/api/v1/history?key=k1&after=1000000"
+[ "$CODE" = 200 ] && jqtrue "$BODY" '.samples == []' || fail "history after=1000000: HTTP $CODE: $BODY"
+ok "history after=N: only the samples after N"
+for a in -1 x 1.5 '%20' '1%00x' 99999999999999999999; do
+	call GET "/api/v1/history?key=k1&after=$a"
+	expect 400 '.error | test("^after: expected a sample number")' "history after '$a'"
+done
+call GET "/api/v1/history?key=k1" -H 'Origin: https://evil.example' -H 'Sec-Fetch-Site: cross-site'
+[ "$CODE" = 200 ] || fail "history from another site: HTTP $CODE (reads stay open)"
 
 # Browsers: a page from another site may read but not change a queue, and a
 # DNS-rebinding Host is not answered on loopback (demo/origin.h).
@@ -271,10 +333,17 @@ call GET "/api/v1/force-stop?key=k1"
 expect 404 '' "force-stop of the stopped k1"
 call GET "/api/v1/status?key=k1"
 expect 404 '' "status of the stopped k1"
+call GET "/api/v1/history?key=k1"
+expect 404 '.error | test("queue \"k1\" not found")' "history of the stopped k1 (freed with it)"
 call GET /api/v1/list
 expect 200 '(.message | fromjson) == []' "list empty again"
 init k1 "$small"
 expect 200 '' "init k1 again after its stop"
+hist2=$(curl -sS --max-time 10 "$API/api/v1/history?key=k1")
+jq -e --argjson h "$hist" '.instance != $h.instance and (.samples | length) <= 2
+	and .samples[0].seq == 1' <<<"$hist2" >/dev/null ||
+	fail "history of the new k1 is not a new one: $hist2"
+ok "the new k1 starts a new history"
 
 # Full queues without leak: stuck drains in 5 s (200 items, 2 workers x
 # 50 ms), slow in 20 s (200 ms workers).

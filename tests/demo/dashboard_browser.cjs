@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 /*
  * The dashboard in a real browser: Debian's chromium, driven by
- * playwright-core. Starts blq-demo on free ports, inits a scenario from the
- * page's form, raises the producers with the button, and asserts that the
- * charts show a non-zero in-rate and a worker count that rose; checks that
- * errors are shown in words, that the page fits a 400 px window, and that
- * nothing is fetched from anywhere but the daemon. Screenshots go to OUTDIR.
+ * playwright-core. Starts blq-demo on free ports; a page opened 5.5 s into
+ * a queue's run draws that run at once (the daemon's history) and goes on
+ * live; then inits a scenario from the page's form, raises the producers
+ * with the button, and asserts that the charts show a non-zero in-rate and
+ * a worker count that rose; checks that errors are shown in words, that
+ * the page fits a 400 px window, and that nothing is fetched from anywhere
+ * but the daemon. Screenshots go to OUTDIR.
  *
  * usage: dashboard_browser.cjs BLQ_DEMO OUTDIR
  * env:   BLQ_NODE_MODULES  where playwright-core is installed
@@ -100,15 +102,55 @@ async function main() {
       args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
         '--disable-background-networking', '--disable-component-update', '--disable-sync']
     });
-    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     const foreign = [], pageErrors = [];
-    page.on('request', r => {
-      const u = new URL(r.url());
-      if (u.origin !== base && u.protocol !== 'data:') foreign.push(r.url());
-    });
-    page.on('pageerror', e => pageErrors.push(String(e)));
-    page.on('console', m => { if (m.type() === 'error') pageErrors.push(m.text()); });
+    const newPage = async () => {
+      const p = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+      p.on('request', r => {
+        const u = new URL(r.url());
+        if (u.origin !== base && u.protocol !== 'data:') foreign.push(r.url());
+      });
+      p.on('pageerror', e => pageErrors.push(String(e)));
+      p.on('console', m => { if (m.type() === 'error') pageErrors.push(m.text()); });
+      return p;
+    };
+    const api = (path, body) => fetch(base + path, { method: 'POST', body });
 
+    /* A page opened mid-run: "early" runs 5.5 s before any page is open;
+     * the page draws those seconds at once from the daemon's history
+     * (/api/v1/history), then live samples follow with none repeated and
+     * no gap at the join. The chart's own data is read, not its pixels. */
+    check((await api('/api/v1/init?key=early', JSON.stringify({ capacity: 1000, workers_min: 1,
+      workers_max: 2, worker_delay: 100000, producers_min: 2, producers_max: 2,
+      producer_delay: 5000000 }))).ok, 'init "early" (2 producers, 400 items/s) before any page is open');
+    await sleep(5500);
+    const early = await newPage();
+    await early.goto(base + '/');
+    const opened = Date.now();
+    const times = () => early.evaluate(() => window.blqDashboard.charts.size.times.slice());
+    await early.waitForFunction(() => window.blqDashboard.charts.size.times.length >= 4, null,
+      { timeout: 1000, polling: 50 }).catch(() => {});
+    const first = await times(), firstMs = Date.now() - opened;
+    check(first.length >= 4 && firstMs <= 1000,
+      `opened 5.5 s into the run, the size chart has ${first.length} points after ${firstMs} ms (want >= 4 within 1 s)`);
+    check(await early.locator('#queue-select').inputValue() === 'early', 'the page watches "early"');
+    check(first.length > 0 && first[first.length - 1] - first[0] >= 3.5,
+      `the points span the run so far: ${first.length ? (first[first.length - 1] - first[0]).toFixed(2) : 0} s`);
+    const inRates = await early.evaluate(() =>
+      window.blqDashboard.charts.throughput.series.find(x => x.key === 'in_rate').values.slice());
+    check(inRates.length >= 4 && inRates.slice(1, first.length).every(v => v > 0),
+      `the in-rate is drawn from the history's second sample on: ${inRates.slice(0, first.length).map(v => v === null ? '-' : Math.round(v)).join(' ')}`);
+    await until('the chart to keep growing live', async () => (await times()).length >= first.length + 3, 6000);
+    const all = await times();
+    const steps = all.slice(1).map((t, i) => t - all[i]);
+    check(all[0] === first[0] && steps.every(d => d > 0 && d < 1.6),
+      `history then live: ${all.length} points, no repeat and no gap (steps ${steps.map(d => d.toFixed(2)).join(' ')} s)`);
+    const shotHistory = path.join(outDir, 'dashboard-history.png');
+    await early.screenshot({ path: shotHistory });
+    console.log(`screenshot: ${shotHistory}`);
+    await early.close();
+    check((await api('/api/v1/stop?key=early')).ok, 'stop "early"');
+
+    const page = await newPage();
     await page.goto(base + '/');
     await page.waitForSelector('#preset-select option[value="demo100k"]', { state: 'attached' });
     check(await page.locator('#init-panel').evaluate(d => d.open), 'with no queue running, the init form is open');
@@ -256,7 +298,6 @@ async function main() {
 
     /* The key stopped and started again between two polls: the charts start
      * afresh, with no rate made of the two runs' counters. */
-    const api = (path, body) => fetch(base + path, { method: 'POST', body });
     const instance = () => page.evaluate(() => window.blqDashboard.state.prev && window.blqDashboard.state.prev.instance);
     const before = await instance();
     check((await api('/api/v1/force-stop?key=demo100k')).ok, 'force-stop demo100k from outside');
