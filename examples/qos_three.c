@@ -102,8 +102,8 @@ int main(void)
 		return 1;
 	}
 
-	/* Paused, the worker takes nothing; the egress thread still fills the
-	 * egress ring (64 items, and holds one more in hand while it waits for
+	/* Paused, the worker starts nothing; the egress thread still fills the
+	 * egress ring (64 items; it may hold one more in hand, waiting for
 	 * room); the rest waits in the sub-queues. */
 	blq_pause(q);
 	for (unsigned i = 0; i < NPRIO * PER_PRIO; i++) {
@@ -139,8 +139,9 @@ int main(void)
 	for (int p = 0; p < NPRIO; p++)
 		printf("  %-7s put %3lu = pulled %3lu + leaked %lu\n", names[p],
 		       atomic_load(&put[p]), atomic_load(&pull[p]), atomic_load(&leak[p]));
-	/* Skip the first 100 (the egress ring was filled in arrival order)
-	 * and count 350 runs, 50 WRR rounds: 200, 100 and 50 expected. */
+	/* Skip the first 100 (the egress ring began filling while items were
+	 * still arriving) and count 350 runs, 50 WRR rounds while all three
+	 * sub-queues had items: 200, 100 and 50 expected. */
 	unsigned seen[NPRIO] = {0};
 	for (unsigned i = 100; i < 450 && i < atomic_load(&ran); i++)
 		seen[order[i]]++;
