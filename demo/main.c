@@ -39,8 +39,8 @@ static void usage(FILE *to)
 		"                                  (127.0.0.1 unless given). -pfport is refused:\n"
 		"                                  blq-demo has no pprof server\n"
 		"API: POST /api/v1/init?key=K (JSON config), GET /api/v1/{producer-up,producer-down}"
-		"?key=K&delta=N,\n     /api/v1/{stop,force-stop,status,stats}?key=K, /api/v1/list, "
-		"/api/v1/ping. See README.md, \"Demo daemon\".\n"
+		"?key=K&delta=N,\n     /api/v1/{stop,force-stop,status,stats,history}?key=K,\n     /api/v1/list, "
+		"/api/v1/ping. See docs/demo-daemon.md and docs/reference-http-api.md.\n"
 		"Dashboard: open http://HOST:PORT/ (the API address) in a browser.\n"
 		"SIGTERM/SIGINT: drain every queue, exit 0; a second signal forces (exit 2).\n");
 }
