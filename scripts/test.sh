@@ -210,7 +210,7 @@ if [ -z "$mc" ] || { [ "$mc_rc" -ne 0 ] && [ "$mc_failed" -eq 0 ]; }; then
 fi
 
 # --- the README's demo shows what the queue is named after ---------------
-# scripts/demo.sh's 60 s scenario on its own (nothing else runs now): the
+# scripts/demo.sh's 60 s scenario (docs/demo-daemon.md) on its own (nothing else runs now): the
 # pool grows and shrinks, the queue fills and leaks to the dump, the dump is
 # restored, and the final accounting balances.
 log "demo: scripts/demo.sh (60 s)"
