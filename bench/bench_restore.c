@@ -15,7 +15,7 @@
  *         procs=P item_bytes=64 dups=..
  * (allocations are counted per process, so not across these children).
  * The source compiles against the restorer of f1ad1e3 too, for the before
- * and after figures of the README.
+ * and after figures of docs/benchmarks.md ("Restore").
  */
 #include "bench_restore.h"
 

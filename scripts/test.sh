@@ -2,7 +2,8 @@
 # The README's test command. On a bare Debian 12 machine (as root) it installs
 # what it needs, builds blq three ways (plain, ASan+UBSan, TSan), runs every
 # test through ctest in each, checks the installed package (CMake config and
-# pkg-config), and ends with one line: "N passed, N failed".
+# pkg-config) and the links of README.md and docs/, and ends with one line:
+# "N passed, N failed". docs/testing.md says what each part does.
 #
 # It also starts a private redis-server on a free loopback port (no
 # persistence) for the dlqdump Redis tests, exported to them as
@@ -209,7 +210,7 @@ if [ -z "$mc" ] || { [ "$mc_rc" -ne 0 ] && [ "$mc_failed" -eq 0 ]; }; then
 fi
 
 # --- the README's demo shows what the queue is named after ---------------
-# scripts/demo.sh's 60 s scenario on its own (nothing else runs now): the
+# scripts/demo.sh's 60 s scenario (docs/demo-daemon.md) on its own (nothing else runs now): the
 # pool grows and shrinks, the queue fills and leaks to the dump, the dump is
 # restored, and the final accounting balances.
 log "demo: scripts/demo.sh (60 s)"
@@ -237,6 +238,20 @@ else
 	failed=$((failed + 1))
 	tail -n 30 build/test-install.log
 	echo "install check: FAILED"
+fi
+
+# --- the documentation's links --------------------------------------------
+# scripts/check_links.py on a made-up page with broken links (it must name
+# them), then on README.md and docs/*.md: one count (docs/testing.md).
+log "links of README.md and docs/"
+if python3 tests/docs/check_links_test.py >build/test-links.log 2>&1 &&
+	python3 scripts/check_links.py >>build/test-links.log 2>&1; then
+	passed=$((passed + 1))
+	echo "links: ok ($(tail -n 1 build/test-links.log))"
+else
+	failed=$((failed + 1))
+	grep -v '^ok: ' build/test-links.log | tail -n 40
+	echo "links: FAILED (build/test-links.log)"
 fi
 
 echo "$passed passed, $failed failed"

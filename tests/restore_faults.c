@@ -10,7 +10,7 @@
  * empty, the survivors stop (SIGTERM) and the checks run:
  *   - no id lost, none that was never dumped;
  *   - duplicates (processings past the first) <= KILLS * MAXF, the bound
- *     the README states (max_in_flight per dead restorer);
+ *     docs/scaling-out.md states (max_in_flight per dead restorer);
  *   - every duplicate was visible to the worker as a redelivery
  *     (blq_bytes.deliveries > 0);
  *   - nothing left: no file, checkpoint or quarantined file; no stream

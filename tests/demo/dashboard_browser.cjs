@@ -15,7 +15,7 @@
  *        CHROMIUM          the browser (default /usr/bin/chromium)
  *        BLQ_DASHBOARD_REQUIRE=1  fail instead of skipping without them
  *        BLQ_DASHBOARD_HISTORY_S  seconds of history before the screenshot
- *                          (default 2; the README's picture used 40)
+ *                          (default 2; docs/dashboard.png used 40)
  * Exit 77 (ctest's skip) when there is no browser or no playwright-core,
  * unless BLQ_DASHBOARD_REQUIRE=1.
  */
@@ -249,7 +249,7 @@ async function main() {
     check(/^[0-9]+$/.test(blockedTile), `the producers-blocked tile shows a count: ${blockedTile}`);
     check(await page.locator('#chart-dump').isHidden(), 'no dump chart for a queue without a dump');
     check(await page.locator('#chart-qos').count() === 0, 'no QoS chart for a queue without QoS');
-    /* More history on the charts before the picture (README: 40). */
+    /* More history on the charts before the picture (docs/dashboard.png: 40). */
     await sleep(1000 * Number(process.env.BLQ_DASHBOARD_HISTORY_S || 2));
     await page.evaluate(() => window.scrollTo(0, 0));
 
