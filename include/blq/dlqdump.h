@@ -30,7 +30,7 @@
  *   once, with at most max_in_flight duplicates per dead restorer, each
  *   marked as a redelivery (blq_dump_record.deliveries).
  *
- * The on-disk format (README, "Dumping a DLQ"): a 16-byte header
+ * The on-disk format (docs/reference-dump-format.md): a 16-byte header
  * ("BLQD", format 1, flags 0, the user's version), then records of
  * {u32 len, u32 restores, u32 crc32c, len bytes}, little-endian.
  *
