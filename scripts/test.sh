@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command. On a bare Debian 12 machine (as root) it installs
 # what it needs, builds blq three ways (plain, ASan+UBSan, TSan), runs every
-# test through ctest in each, checks the installed package (CMake config and
+# test through ctest in each, builds the API reference (doxygen, warnings as
+# errors: docs/api.md), checks the installed package (CMake config and
 # pkg-config) and the links of README.md and docs/, and ends with one line:
 # "N passed, N failed". docs/testing.md says what each part does.
 #
@@ -30,12 +31,13 @@ log() { printf '== %s\n' "$*"; }
 # the multi-host tests' network namespaces; clang, libclang-rt-14-dev: libFuzzer;
 # libmicrohttpd-dev, libjansson-dev: blq-demo; curl, jq: its end-to-end
 # tests (a real Prometheus server from the prometheus package among them);
-# spin: the model check of the wait/wake protocol (scripts/model_check.sh).
+# spin: the model check of the wait/wake protocol (scripts/model_check.sh);
+# doxygen: the API reference (docs/api.md; no graphs, so no graphviz).
 # The dashboard's browser test installs chromium, node and npm below.
 packages=(build-essential cmake pkg-config libck-dev libcriterion-dev libglib2.0-dev
 	prometheus python3-prometheus-client libhiredis-dev redis-server clang
 	libclang-rt-14-dev libmicrohttpd-dev libjansson-dev curl jq iproute2 util-linux
-	spin)
+	spin doxygen)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -157,6 +159,34 @@ for b in $builds; do
 	# Sanitizer options (any report fails the test) are set per test by CMake.
 	run_ctest "$dir"
 done
+
+# --- the API reference: every public declaration documented --------------
+# The `docs` target (docs/Doxyfile.in) in the plain build's directory
+# (configured here too when BLQ_TEST_BUILDS left it out; BLQ_BUILD_DOCS
+# forced on, in case a cache predates doxygen): doxygen over include/blq
+# with warnings as errors, so an undocumented public function, parameter,
+# return value or field fails this check. Its warnings are printed.
+log "API reference (doxygen, warnings are errors)"
+dir=build/test-plain
+if cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBLQ_SANITIZE= -DBLQ_WITH_REDIS=ON \
+	-DBLQ_BUILD_DEMO=ON -DBLQ_BUILD_TESTS=ON -DBLQ_BUILD_DOCS=ON >build/test-docs.log 2>&1 &&
+	cmake --build "$dir" --target docs >>build/test-docs.log 2>&1; then
+	passed=$((passed + 1))
+	echo "API reference: ok ($dir/docs/html/index.html)"
+else
+	failed=$((failed + 1))
+	# Each warning, with its continuation lines (a parameter's name).
+	warnings=$(awk '/: (warning|error): /{w=1; print; next} w && /^[ \t]/{print; next} {w=0}' \
+		build/test-docs.log)
+	if [ -n "$warnings" ]; then
+		echo "$warnings" | head -n 100
+		echo "API reference: FAILED, $(grep -cE ': (warning|error): ' build/test-docs.log)" \
+			"doxygen warnings (build/test-docs.log)"
+	else
+		tail -n 30 build/test-docs.log
+		echo "API reference: FAILED (build/test-docs.log)"
+	fi
+fi
 
 # --- libFuzzer (clang): the fs reader and blq-demo's init body parser -----
 fuzz_seconds=${BLQ_TEST_FUZZ_SECONDS:-10}

@@ -1,4 +1,10 @@
-/* blq: a balanced, leaky worker queue. The umbrella header. */
+/**
+ * \file
+ * blq: a balanced, leaky worker queue. The umbrella header: it includes
+ * every public header (blq/log.h, blq/metrics.h, blq/clock.h and
+ * blq/enqueuer.h through blq/queue.h). Each function's thread-safety and
+ * ownership rules are in the header that declares it.
+ */
 #ifndef BLQ_BLQ_H
 #define BLQ_BLQ_H
 

@@ -1,5 +1,12 @@
-/*
- * Ready-made DLQs. Any blq queue is a DLQ too (blq_as_enqueuer).
+/**
+ * \file
+ * Ready-made DLQs. Any blq queue is a DLQ too (blq_as_enqueuer), and so is
+ * a dump (blq_dump_enqueuer, blq/dlqdump.h).
+ *
+ * Thread-safety: blq_discard_enqueuer and blq_discard_count may be called
+ * from any thread, and the enqueuer made here accepts payloads from many
+ * threads at once (the count is a relaxed atomic). blq_discard_init is the
+ * exception (see there).
  */
 #ifndef BLQ_DLQ_H
 #define BLQ_DLQ_H
@@ -13,24 +20,40 @@
 extern "C" {
 #endif
 
-/* The discard DLQ: frees every payload it receives and counts it.
- * Caller-allocated (no malloc); initialise with blq_discard_init. */
+/** The discard DLQ: frees every payload it receives and counts it, for a
+ * queue that must leak rather than block but keeps nothing of what leaked.
+ * Caller-allocated (no malloc, nothing to free); initialise with
+ * blq_discard_init, which sets its fields. */
 typedef struct blq_discard {
-	void (*item_free)(void *payload);
-	uint64_t count; /* accessed atomically; read with blq_discard_count */
+	void (*item_free)(void *payload); /**< frees each payload; NULL: none */
+	uint64_t count; /**< accessed atomically; read with blq_discard_count */
 } blq_discard;
 
 /**
- * blq_discard_init() - prepare a discard DLQ.
- * @d: caller's storage; must outlive every queue using it.
- * @item_free: frees each payload; NULL drops payloads without freeing.
+ * Prepare a discard DLQ: set its free function, zero its count.
+ * \param[out] d the caller's storage; it must outlive every queue using
+ *        it. Nothing is allocated: nothing to free. NULL is a no-op.
+ * \param item_free frees each payload; NULL drops payloads without freeing.
+ * \threadsafety Not thread-safe for the same \p d: call it before any queue
+ * uses \p d, never while one may leak into it.
  */
 BLQ_API void blq_discard_init(blq_discard *d, void (*item_free)(void *payload));
 
-/** blq_discard_enqueuer() - @d as a blq_enqueuer; it accepts every payload. */
+/**
+ * \p d as a blq_enqueuer (for blq_config.dlq): its enqueue takes every
+ * payload (returns 0), frees it with item_free and counts it.
+ * \param d an initialised discard DLQ, borrowed: it must outlive every
+ *        queue using the enqueuer. NULL gives an enqueuer that takes and
+ *        drops every payload without freeing or counting it.
+ * \return the enqueuer, a value holding \p d: nothing to free.
+ */
 BLQ_API blq_enqueuer blq_discard_enqueuer(blq_discard *d);
 
-/** blq_discard_count() - payloads discarded so far. Thread-safe. */
+/**
+ * Payloads discarded so far.
+ * \param d the discard DLQ; NULL reads 0.
+ * \return the count, a snapshot while queues leak into \p d.
+ */
 BLQ_API uint64_t blq_discard_count(const blq_discard *d);
 
 #ifdef __cplusplus

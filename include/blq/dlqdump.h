@@ -1,9 +1,12 @@
-/*
+/**
+ * \file
  * dlqdump: persist leaked items to disk or Redis, and restore them later.
  *
- *   source queue --leak--> blq_dump --batch--> writer (fs files | Redis stream)
- *                                                 |
- *   target queue <--blq_try_enqueue_job-- blq_restorer <-- reader
+ * \verbatim
+   source queue --leak--> blq_dump --batch--> writer (fs files | Redis stream)
+                                                 |
+   target queue <--blq_try_enqueue_job-- blq_restorer <-- reader
+   \endverbatim
  *
  * - A dump (blq_dump) is a blq_enqueuer, so it can be any queue's DLQ. It
  *   encodes each payload (blq_dump_encoder) into an in-memory batch, frees
@@ -27,9 +30,16 @@
  *   once, with at most max_in_flight duplicates per dead restorer, each
  *   marked as a redelivery (blq_dump_record.deliveries).
  *
- * The on-disk format (README, "Dumping a DLQ"): a 16-byte header
+ * The on-disk format (docs/reference-dump-format.md): a 16-byte header
  * ("BLQD", format 1, flags 0, the user's version), then records of
  * {u32 len, u32 restores, u32 crc32c, len bytes}, little-endian.
+ *
+ * Thread-safety: unless a function says otherwise, the functions on a dump
+ * (blq_dump_*) and on a restorer (blq_restorer_*) may be called from any
+ * thread, concurrently, until its _free, which must be the last call on
+ * it. The constructors and the codec functions may be called from any
+ * thread. A writer or a reader is not thread-safe: each serves one dump or
+ * one restorer, which calls it from its own thread only.
  */
 #ifndef BLQ_DLQDUMP_H
 #define BLQ_DLQDUMP_H
@@ -48,65 +58,67 @@
 extern "C" {
 #endif
 
-/* The largest record (encoded item) a dump writes or a reader accepts. A
- * length field above it marks the dump as damaged; nothing is allocated
- * from a length field that the file cannot back. */
+/** The largest record (encoded item) a dump writes or a reader accepts, in
+ * bytes. A length field above it marks the dump as damaged; nothing is
+ * allocated from a length field that the file cannot back. */
 #define BLQ_DUMP_RECORD_MAX (64u << 20)
 
 /* ---- metrics ------------------------------------------------------ */
 
-/* Why a batch was written. */
+/** Why a batch was written (blq_dump_metrics.flush). */
 enum blq_dump_flush_reason {
-	BLQ_DUMP_FLUSH_SIZE = 0,     /* the batch reached capacity */
-	BLQ_DUMP_FLUSH_INTERVAL = 1, /* flush_interval_ns passed since its first item */
-	BLQ_DUMP_FLUSH_CLOSE = 2,    /* close or blq_dump_flush */
+	BLQ_DUMP_FLUSH_SIZE = 0,     /**< the batch reached capacity */
+	BLQ_DUMP_FLUSH_INTERVAL = 1, /**< flush_interval_ns passed since its first item */
+	BLQ_DUMP_FLUSH_CLOSE = 2,    /**< close or blq_dump_flush */
 };
 
-/* Dump and restorer events (the original's dlqdump MetricsWriter plus lost
+/** Dump and restorer events (the original's dlqdump MetricsWriter plus lost
  * and quarantined). Every callback is optional and receives the configured
  * name; callbacks run on producer threads, the dump's flush thread and the
- * restorer's thread, so they must be thread-safe. */
+ * restorer's thread, so they must be thread-safe. The configs hold a
+ * pointer to it: borrowed, it must outlive the dump, restorer or reader. */
 typedef struct blq_dump_metrics {
-	void *ctx;
-	/* An item was encoded into the dump: size_in += 1, bytes_in += bytes. */
+	void *ctx; /**< passed as the first argument of every callback */
+	/** An item was encoded into the dump: size_in += 1, bytes_in += bytes. */
 	void (*dump_in)(void *ctx, const char *name, size_t bytes);
-	/* A batch was persisted: bytes_flush += bytes (records with headers). */
+	/** A batch was persisted: bytes_flush += bytes (records with headers). */
 	void (*flush)(void *ctx, const char *name, enum blq_dump_flush_reason reason,
 		      size_t bytes);
-	/* The restorer's target accepted an item: size_out += 1, bytes_out += bytes. */
+	/** The restorer's target accepted an item: size_out += 1, bytes_out += bytes. */
 	void (*restore_out)(void *ctx, const char *name, size_t bytes);
-	/* The restorer handed out a record that an earlier delivery may have
+	/** The restorer handed out a record that an earlier delivery may have
 	 * processed already (blq_dump_record.deliveries > 0). Optional. */
 	void (*redelivered)(void *ctx, const char *name, uint64_t items);
-	/* Items lost: refused (no room while writes fail, encoder error) or
+	/** Items lost: refused (no room while writes fail, encoder error) or
 	 * dropped at close when no writer took them; restorer: undecodable
 	 * records without a dead store. */
 	void (*lost)(void *ctx, const char *name, uint64_t items);
-	/* A damaged dump (file) or entry (Redis) was moved aside. */
+	/** A damaged dump (file) or entry (Redis) was moved aside. */
 	void (*quarantined)(void *ctx, const char *name, uint64_t count);
 } blq_dump_metrics;
 
 /* ---- codecs ------------------------------------------------------- */
 
-/* Turns a payload into bytes. */
+/** Turns a payload into bytes (blq_dump_config.encoder; copied). */
 typedef struct blq_dump_encoder {
-	/* Writes payload's encoding into dst (cap bytes of room) and returns
+	/** Writes payload's encoding into dst (cap bytes of room) and returns
 	 * its length. A length > cap means "call me again with that much
 	 * room" (dst was not used); a negative BLQ_E* code means the payload
 	 * cannot be encoded (the dump refuses it). Must not keep payload.
 	 * Called under the dump's lock, one call at a time per dump. */
 	long (*encode)(void *ctx, const void *payload, void *dst, size_t cap);
-	/* How many times payload came back from a dump already (see the
+	/** How many times payload came back from a dump already (see the
 	 * restorer's max_restores). Optional: NULL means 0. */
 	uint32_t (*restores)(void *ctx, const void *payload);
-	void *ctx;
+	void *ctx; /**< passed to both callbacks; borrowed */
 } blq_dump_encoder;
 
+/* A record as a reader hands it out (defined below). */
 typedef struct blq_dump_record blq_dump_record;
 
-/* Turns bytes back into a payload. */
+/** Turns bytes back into a payload (blq_restorer_config.decoder; copied). */
 typedef struct blq_dump_decoder {
-	/* Makes a payload from rec->len bytes at rec->data (valid only
+	/** Makes a payload from rec->len bytes at rec->data (valid only
 	 * during the call). rec->restores is the number of times this item
 	 * has been restored, this time included; rec->deliveries > 0 says an
 	 * earlier delivery of this very record may have been processed (its
@@ -115,177 +127,217 @@ typedef struct blq_dump_decoder {
 	 * set (the restorer then owns it), or a negative BLQ_E* code. Called
 	 * from the restorer's thread. */
 	int (*decode)(void *ctx, const blq_dump_record *rec, void **payload);
-	void *ctx;
+	void *ctx; /**< passed to decode; borrowed */
 } blq_dump_decoder;
 
-/* A raw byte buffer with its length and restore count: the payload of the
+/** A raw byte buffer with its length and restore count: the payload of the
  * bytes codec. One allocation; free it with free(). */
 typedef struct blq_bytes {
-	uint32_t restores; /* times restored from a dump; carried through dumps */
-	/* Set by the decoder: earlier deliveries of the same record that may
+	uint32_t restores; /**< times restored from a dump; carried through dumps */
+	/** Set by the decoder: earlier deliveries of the same record that may
 	 * have been processed (0: a first delivery). Not written to dumps. */
 	uint32_t deliveries;
-	size_t len;
-	unsigned char data[];
+	size_t len;            /**< bytes in data */
+	unsigned char data[];  /**< the bytes (a flexible array member) */
 } blq_bytes;
 
 /**
- * blq_bytes_new() - a blq_bytes holding a copy of len bytes at data.
- * Return: the buffer (restores 0; free it with free()), or NULL when out of
- * memory. data may be NULL when len is 0. Thread-safety: any thread.
+ * A blq_bytes holding a copy of \p len bytes at \p data.
+ * \param data the bytes to copy; may be NULL when \p len is 0.
+ * \param len their number.
+ * \return the buffer (restores and deliveries 0), or NULL when out of
+ *         memory. The caller owns it: free it with free() (or hand it to a
+ *         queue whose item_free is free).
  */
 BLQ_API blq_bytes *blq_bytes_new(const void *data, size_t len);
 
-/** blq_dump_bytes_encoder() - encodes blq_bytes payloads (data and restore count). */
+/**
+ * The codec of blq_bytes payloads, encoding side: the data and the restore
+ * count.
+ * \return the encoder, a value with no context: nothing to free.
+ */
 BLQ_API blq_dump_encoder blq_dump_bytes_encoder(void);
 
-/** blq_dump_bytes_decoder() - decodes into a new blq_bytes (free with free()). */
+/**
+ * The codec of blq_bytes payloads, decoding side: each record becomes a
+ * new blq_bytes (restores and deliveries from the record).
+ * \return the decoder, a value with no context: nothing to free. The
+ *         payloads it makes are malloc'd: free them with free().
+ */
 BLQ_API blq_dump_decoder blq_dump_bytes_decoder(void);
 
-/** blq_dump_string_encoder() - encodes NUL-terminated strings (without the
- * NUL). Strings carry no restore count: use blq_bytes with max_restores. */
+/**
+ * The codec of NUL-terminated strings, encoding side (without the NUL).
+ * Strings carry no restore count: use blq_bytes with max_restores.
+ * \return the encoder, a value with no context: nothing to free.
+ */
 BLQ_API blq_dump_encoder blq_dump_string_encoder(void);
 
-/** blq_dump_string_decoder() - decodes into a new NUL-terminated string
- * (free with free()); bytes after an embedded NUL are kept but unseen. */
+/**
+ * The codec of NUL-terminated strings, decoding side: each record becomes
+ * a new NUL-terminated string; bytes after an embedded NUL are kept but
+ * unseen.
+ * \return the decoder, a value with no context: nothing to free. The
+ *         strings it makes are malloc'd: free them with free().
+ */
 BLQ_API blq_dump_decoder blq_dump_string_decoder(void);
 
 /* ---- writers and readers ------------------------------------------ */
 
-/* Records as a reader hands them out. */
+/** A record as a reader hands it out; filled by the reader, owned by it. */
 struct blq_dump_record {
-	const void *data; /* valid until the next call on the reader */
-	size_t len;
-	uint32_t restores; /* as stored: times restored before */
-	/* Times this record was handed to a restorer before without being
+	const void *data; /**< valid until the next call on the reader */
+	size_t len;       /**< bytes at data */
+	uint32_t restores; /**< as stored: times restored before */
+	/** Times this record was handed to a restorer before without being
 	 * committed (its restorer died or released it): an upper bound, 0 for
 	 * a first delivery. */
 	uint32_t deliveries;
-	uint64_t version;
-	/* The record's place in its dump, 0-based and increasing: what
+	uint64_t version; /**< the version its dump was written with */
+	/** The record's place in its dump, 0-based and increasing: what
 	 * done() takes. */
 	uint64_t index;
 };
 
-/* A batch handed to a writer: count records in the record layout
- * ({u32 len, u32 restores, u32 crc32c, bytes}...), len bytes in total. */
+/** A batch handed to a writer: count records in the record layout
+ * ({u32 len, u32 restores, u32 crc32c, bytes}...), len bytes in total.
+ * Owned by the caller; valid during the write call. */
 typedef struct blq_dump_batch {
-	uint64_t version;
-	const unsigned char *data;
-	size_t len;
-	size_t count;
+	uint64_t version;          /**< the dump's blq_dump_config.version */
+	const unsigned char *data; /**< the records, back to back */
+	size_t len;                /**< bytes at data */
+	size_t count;              /**< records at data */
 } blq_dump_batch;
 
-/*
+/**
  * A writer. Built-in writers are made by the constructors below; a custom
  * writer embeds this struct as its first member. One writer serves one
  * dump (or one restorer's dead store): it is called from a single thread.
+ * Free it with blq_dump_writer_free.
  */
 typedef struct blq_dump_writer blq_dump_writer;
 struct blq_dump_writer {
-	/* Persist the batch. Return 0 when every record is durable; otherwise
+	/** Persist the batch. Return 0 when every record is durable; otherwise
 	 * a negative BLQ_E* code with a message in err, and *done set to the
 	 * number of records from the start known to be durable (the dump
 	 * retries the rest; records after *done may have been written too,
 	 * which makes duplicates, never losses). */
 	int (*write)(blq_dump_writer *w, const blq_dump_batch *b, size_t *done, blq_error *err);
-	/* Frees the writer; NULL when the caller owns its storage. */
+	/** Frees the writer; NULL when the caller owns its storage. */
 	void (*destroy)(blq_dump_writer *w);
 };
 
-/*
+/**
  * A reader: hands out dumps (a file, a batch of stream entries), several
  * open at once, and takes back which of their records are done. Called
- * from one restorer's thread only.
+ * from one restorer's thread only. A custom reader embeds this struct as
+ * its first member. Free it with blq_dump_reader_free.
  */
 typedef struct blq_dump_reader blq_dump_reader;
 struct blq_dump_reader {
-	/* Claim the next dump nobody else holds (nor this reader: a dump it
+	/** Claim the next dump nobody else holds (nor this reader: a dump it
 	 * has open is not handed out twice). Return 1 with *dump set, 0 when
 	 * there is none now, or a negative BLQ_E* code (err says why). */
 	int (*next)(blq_dump_reader *r, void **dump, blq_error *err);
-	/* The claimed dump's next good record. Return 1 with *rec set, 0 at
+	/** The claimed dump's next good record. Return 1 with *rec set, 0 at
 	 * the end (a damaged dump ends at its damage; the reader reports it
 	 * and sets the dump aside at commit), or a negative code (I/O error:
 	 * the restorer releases the dump). */
 	int (*record)(blq_dump_reader *r, void *dump, blq_dump_record *rec, blq_error *err);
-	/* Record `index` of dump is done (its item reached its outcome). The
+	/** Record `index` of dump is done (its item reached its outcome). The
 	 * reader may keep the mark in memory until sync. Return 0 or a
 	 * negative code. */
 	int (*done)(blq_dump_reader *r, void *dump, uint64_t index, blq_error *err);
-	/* Make every done mark of dump durable (a file's checkpoint; acks of
+	/** Make every done mark of dump durable (a file's checkpoint; acks of
 	 * stream entries), so a crash after it does not restore those records
 	 * again. Return 0 or a negative code (the marks stay; call again). */
 	int (*sync)(blq_dump_reader *r, void *dump, blq_error *err);
-	/* Every record was handed out (record returned 0) and done: remove
+	/** Every record was handed out (record returned 0) and done: remove
 	 * the dump (delete the file or quarantine it when damaged; ack and
 	 * delete the entries) and free it. Return 0, or a negative code: then
 	 * the dump stays open, and the caller calls commit again later, or
 	 * release. */
 	int (*commit)(blq_dump_reader *r, void *dump, blq_error *err);
-	/* Give the dump back: its done marks are made durable (as sync, best
+	/** Give the dump back: its done marks are made durable (as sync, best
 	 * effort), the other records come again later. Frees dump. */
 	void (*release)(blq_dump_reader *r, void *dump);
-	/* Keep this reader's claim on the dump's records that are not done
+	/** Keep this reader's claim on the dump's records that are not done
 	 * alive, so other restorers do not take them over while they run
 	 * (Redis: XCLAIM ... JUSTID). Optional (NULL); return 0 or a negative
 	 * code. */
 	int (*refresh)(blq_dump_reader *r, void *dump, blq_error *err);
-	/* Frees the reader; NULL when the caller owns its storage. */
+	/** Frees the reader; NULL when the caller owns its storage. */
 	void (*destroy)(blq_dump_reader *r);
 };
 
-/** blq_dump_writer_free() - destroy a writer. NULL is a no-op. Call after
- * every dump and restorer using it was freed. */
+/**
+ * Destroy a writer through its destroy callback (a writer without one is
+ * left alone: its caller owns the storage).
+ * \param w the writer; NULL is a no-op.
+ * \threadsafety Once, after every dump and restorer using it was freed.
+ */
 BLQ_API void blq_dump_writer_free(blq_dump_writer *w);
 
-/** blq_dump_reader_free() - destroy a reader. NULL is a no-op. Call after
- * the restorer using it was freed. */
+/**
+ * Destroy a reader through its destroy callback (a reader without one is
+ * left alone: its caller owns the storage).
+ * \param r the reader; NULL is a no-op.
+ * \threadsafety Once, after the restorer using it was freed.
+ */
 BLQ_API void blq_dump_reader_free(blq_dump_reader *r);
 
-/* File system writer and reader. `blq_dump_fs_config c = {.directory = d}`
- * configures both. */
+/** File system writer and reader. `blq_dump_fs_config c = {.directory = d}`
+ * configures both. Only read by the constructors: strings are copied,
+ * metrics is borrowed. */
 typedef struct blq_dump_fs_config {
-	/* Where dump files live. Required; must exist and be writable
+	/** Where dump files live. Required; must exist and be writable
 	 * (writer) or readable (reader). */
 	const char *directory;
-	/* Writer: file names, a strftime(3) mask (local time) plus %i, a
-	 * counter that keeps names unique. No '/'. Default
-	 * "%Y-%m-%d--%H-%M-%S--%i.bin". */
+	/** Writer: file names, a strftime(3) mask (local time) plus "%i", a
+	 * counter that keeps names unique; required in the mask. No '/', under
+	 * 200 bytes. Default "%Y-%m-%d--%H-%M-%S--%i.bin". */
 	const char *file_mask;
-	/* Reader: glob(7) of the files to restore, inside directory; the
+	/** Reader: glob(7) of the files to restore, inside directory; the
 	 * writer checks that its names match it. Default "*.bin". */
 	const char *match;
-	/* Reader: where damaged files go. Default "<directory>/quarantine";
+	/** Reader: where damaged files go. Default `DIRECTORY/quarantine`;
 	 * created when missing. Must be on the same file system. */
 	const char *quarantine;
-	/* Reader: the version it accepts; a file of another version is
+	/** Reader: the version it accepts; a file of another version is
 	 * quarantined. */
 	uint64_t version;
-	/* Reader: name, metrics and logger for quarantine reports. */
+	/** Reader: name for quarantine reports; copied. Default "restorer",
+	 * 1..63 bytes. */
 	const char *name;
+	/** Reader: metrics for quarantine reports; optional, borrowed (must
+	 * outlive the reader). */
 	const blq_dump_metrics *metrics;
+	/** Reader: logger for quarantine reports; optional. */
 	blq_logger logger;
 } blq_dump_fs_config;
 
 /**
- * blq_dump_fs_writer_new() - a writer of one file per batch: a 16-byte
- * header then the batch's records, written to a hidden temporary name in
- * the directory, fsync'd, renamed (never over an existing file) and the
- * directory fsync'd, so a reader never sees a partial file.
- * Return: the writer (free with blq_dump_writer_free), or NULL with
- * BLQ_EINVAL (a missing, non-directory or unwritable directory, an empty
- * or bad file_mask; the message names the field and the path) or
- * BLQ_ENOMEM in @err. Thread-safety: the constructor any thread; the
- * writer one thread at a time.
+ * A writer of one file per batch: a 16-byte header then the batch's
+ * records, written to a hidden temporary name in the directory, fsync'd,
+ * renamed (never over an existing file) and the directory fsync'd, so a
+ * reader never sees a partial file.
+ * \param cfg the directory, file_mask and match; only read during the
+ *        call.
+ * \param[out] err optional; on failure receives the code and a message.
+ * \return the writer, or NULL with BLQ_EINVAL (\p cfg NULL, a missing,
+ *         non-directory or unwritable directory, an empty or bad file_mask,
+ *         names that would not match match; the message names the field
+ *         and the path) or BLQ_ENOMEM in \p err. The caller owns it: free
+ *         it with blq_dump_writer_free after the dumps using it were freed.
+ * \threadsafety The constructor: any thread. The writer: one thread at a
+ * time (its dump's flush thread).
  */
 BLQ_API blq_dump_writer *blq_dump_fs_writer_new(const blq_dump_fs_config *cfg, blq_error *err);
 
 /**
- * blq_dump_fs_reader_new() - a reader of the files matching `match`, oldest
- * name first. A file is locked (flock) while restored, so restorers on one
+ * A reader of the files matching `match`, oldest name first. A file is locked (flock) while restored, so restorers on one
  * host skip each other's files, and a dead restorer's lock goes with it.
- * Progress lives in a checkpoint beside each file (".<name>.ckpt": the
+ * Progress lives in a checkpoint beside each file (`.NAME.ckpt`: the
  * done records, and how many restorers claimed the file), written at
  * claim and at each sync (fsync'd, then renamed over the last one): a
  * restart skips the records done and marks the others as redeliveries.
@@ -294,59 +346,82 @@ BLQ_API blq_dump_writer *blq_dump_fs_writer_new(const blq_dump_fs_config *cfg, b
  * bad checksum, a truncated tail or an absurd length is moved to the
  * quarantine directory after its good records were restored (never
  * deleted), with a log line (warn) and the quarantined metric.
- * Return: the reader, or NULL with BLQ_EINVAL (missing directory, bad
- * match, quarantine not creatable) or BLQ_ENOMEM in @err.
+ * \param cfg the directory, match, quarantine, version, name, metrics and
+ *        logger; only read during the call (metrics is kept: borrowed).
+ * \param[out] err optional; on failure receives the code and a message.
+ * \return the reader, or NULL with BLQ_EINVAL (\p cfg NULL, missing
+ *         directory, bad match or name, quarantine not creatable, a logger
+ *         ctx without log) or BLQ_ENOMEM in \p err. The caller owns it:
+ *         free it with blq_dump_reader_free after the restorer using it was
+ *         freed.
+ * \threadsafety The constructor: any thread. The reader: one thread at a
+ * time (its restorer's).
  */
 BLQ_API blq_dump_reader *blq_dump_fs_reader_new(const blq_dump_fs_config *cfg, blq_error *err);
 
-/* Redis writer and reader (hiredis; BLQ_WITH_REDIS). Items are entries of a
- * stream: XADD <key> * v <version> r <record>. */
+/** Redis writer and reader (hiredis; BLQ_WITH_REDIS). Items are entries of
+ * a stream: `XADD KEY * v VERSION r RECORD`. Only read by the
+ * constructors: strings are copied, metrics is borrowed. */
 typedef struct blq_dump_redis_config {
-	const char *host;             /* default "127.0.0.1" */
-	int port;                     /* default 6379 */
-	const char *key;              /* the stream; required, 1..200 bytes */
-	uint64_t connect_timeout_ns;  /* default 1 s */
-	uint64_t command_timeout_ns;  /* default 5 s */
-	uint64_t reconnect_min_ns;    /* first wait after a failure; default 50 ms */
-	uint64_t reconnect_max_ns;    /* the backoff doubles up to this; default 5 s */
-	/* Writer: commands per round trip. Default 1024. */
+	const char *host;             /**< default "127.0.0.1" */
+	int port;                     /**< default (0) 6379; 1..65535 */
+	const char *key;              /**< the stream; required, 1..200 bytes */
+	uint64_t connect_timeout_ns;  /**< default 1 s */
+	uint64_t command_timeout_ns;  /**< default 5 s */
+	uint64_t reconnect_min_ns;    /**< first wait after a failure; default 50 ms */
+	uint64_t reconnect_max_ns;    /**< the backoff doubles up to this; default 5 s */
+	/** Writer: commands per round trip. Default 1024. */
 	size_t pipeline;
-	/* Reader: consumer group (default "blq") and this reader's consumer
-	 * name (default "<host name>-<pid>"; give a restorer a stable name to
-	 * take back its own pending entries at once after a restart). */
+	/** Reader: consumer group. Default "blq"; 1..127 bytes. */
 	const char *group;
+	/** Reader: this reader's consumer name, 1..127 bytes. Default
+	 * `HOSTNAME-PID-N` (N counts the readers of the process); give a
+	 * restorer a stable name to take back its own pending entries at once
+	 * after a restart. */
 	const char *consumer;
-	/* Reader: entries per dump. Default 512; at most 100000. */
+	/** Reader: entries per dump. Default 512; at most 100000. */
 	size_t read_count;
-	/* Reader: entries another consumer has held this long unacked are
+	/** Reader: entries another consumer has held this long unacked are
 	 * taken over (XAUTOCLAIM, looked for every claim_idle_ns / 4): the
-	 * owner died or was cut off. Default 60 s, at least 1 ms. A live restorer refreshes its claim on the entries in its
-	 * target every claim_idle_ns / 4, so this bounds how long a dead
-	 * one's entries wait, not how long an item may take. */
+	 * owner died or was cut off. Default 60 s, at least 1 ms. A live
+	 * restorer refreshes its claim on the entries in its target every
+	 * claim_idle_ns / 4, so this bounds how long a dead one's entries
+	 * wait, not how long an item may take. */
 	uint64_t claim_idle_ns;
-	/* Reader: the version it accepts; other entries are moved to
-	 * "<key>:quarantine". */
+	/** Reader: the version it accepts; other entries are moved to
+	 * `KEY:quarantine`. */
 	uint64_t version;
-	/* Reader: name, metrics and logger for quarantine reports. */
+	/** Reader: name for quarantine reports; copied. Default "restorer",
+	 * 1..63 bytes. */
 	const char *name;
+	/** Reader: metrics for quarantine reports; optional, borrowed (must
+	 * outlive the reader). */
 	const blq_dump_metrics *metrics;
+	/** Reader: logger for quarantine reports; optional. */
 	blq_logger logger;
 } blq_dump_redis_config;
 
 /**
- * blq_dump_redis_writer_new() - a writer that appends each record as a
- * stream entry, pipelined (binary-safe argv), with connect and command
- * timeouts and keepalive, reconnecting with backoff after a failure.
- * Return: the writer, or NULL with BLQ_EINVAL (bad field, or the server
- * unreachable now: the message names host:port), BLQ_ENOTSUP (built
- * without BLQ_WITH_REDIS) or BLQ_ENOMEM in @err.
+ * A writer that appends each record as a stream entry, pipelined
+ * (binary-safe argv), with connect and command timeouts and keepalive,
+ * reconnecting with backoff after a failure. It connects before it
+ * returns.
+ * \param cfg the connection and writer fields; only read during the call.
+ * \param[out] err optional; on failure receives the code and a message.
+ * \return the writer, or NULL with BLQ_EINVAL (\p cfg NULL, a bad field,
+ *         or the server unreachable now: the message names host:port),
+ *         BLQ_ENOTSUP (built without BLQ_WITH_REDIS) or BLQ_ENOMEM in
+ *         \p err. The caller owns it: free it with blq_dump_writer_free
+ *         after the dumps using it were freed.
+ * \threadsafety The constructor: any thread. The writer: one thread at a
+ * time (a hiredis context is not thread-safe).
  */
 BLQ_API blq_dump_writer *blq_dump_redis_writer_new(const blq_dump_redis_config *cfg,
 						   blq_error *err);
 
 /**
- * blq_dump_redis_reader_new() - a reader of the stream through a consumer
- * group (created at the stream's start if missing), so several restorers,
+ * A reader of the stream through a consumer group (created at the
+ * stream's start if missing), so several restorers,
  * on several machines, share one dump without taking the same entry twice.
  * A dump is up to read_count entries; each entry is acked and deleted
  * (XACK, XDEL, pipelined in batches) once its item is done. Entries left
@@ -355,133 +430,178 @@ BLQ_API blq_dump_writer *blq_dump_redis_writer_new(const blq_dump_redis_config *
  * (XPENDING) as blq_dump_record.deliveries. A reader that could not
  * refresh its claim for claim_idle_ns (cut off from the server) hands out
  * no more of that batch: another consumer may have taken it over.
- * Return: the reader, or NULL with BLQ_EINVAL (bad field, server
- * unreachable: the message names host:port), BLQ_ENOTSUP or BLQ_ENOMEM.
+ * \param cfg the connection and reader fields; only read during the call
+ *        (metrics is kept: borrowed).
+ * \param[out] err optional; on failure receives the code and a message.
+ * \return the reader, or NULL with BLQ_EINVAL (\p cfg NULL, a bad field,
+ *         server unreachable or the group not creatable: the message
+ *         names host:port), BLQ_ENOTSUP (built without BLQ_WITH_REDIS) or
+ *         BLQ_ENOMEM in \p err. The caller owns it: free it with
+ *         blq_dump_reader_free after the restorer using it was freed.
+ * \threadsafety The constructor: any thread. The reader: one thread at a
+ * time (its restorer's).
  */
 BLQ_API blq_dump_reader *blq_dump_redis_reader_new(const blq_dump_redis_config *cfg,
 						   blq_error *err);
 
 /* ---- the dump queue ----------------------------------------------- */
 
-/* The dump. Opaque: it owns its flush thread. */
+/** The dump. Opaque: it owns its flush thread. Made by blq_dump_new,
+ * freed with blq_dump_free. */
 typedef struct blq_dump blq_dump;
 
+/** A dump's configuration; copied by blq_dump_new (the name too). */
 typedef struct blq_dump_config {
-	/* Name for metrics and logs; copied. Default "dump", 1..63 bytes. */
+	/** Name for metrics and logs; copied. Default "dump", 1..63 bytes. */
 	const char *name;
-	/* Written with every batch; readers accept only their own. Change it
+	/** Written with every batch; readers accept only their own. Change it
 	 * whenever the encoding changes. */
 	uint64_t version;
-	/* Batch size in bytes: a batch is written when it reaches this.
+	/** Batch size in bytes: a batch is written when it reaches this.
 	 * Required, 1..1 GiB. While writes fail, new items are accepted until
 	 * the next batch is full too (at most about 2 x capacity in memory),
 	 * then refused and counted lost. */
 	size_t capacity;
-	/* A batch is written at the latest this long after its first item.
+	/** A batch is written at the latest this long after its first item.
 	 * Default 30 s. */
 	uint64_t flush_interval_ns;
-	/* Payload -> bytes. Required. */
+	/** Payload -> bytes. Required. */
 	blq_dump_encoder encoder;
-	/* Frees each payload once encoded (accepted items only). Optional:
+	/** Frees each payload once encoded (accepted items only). Optional:
 	 * NULL leaves payloads alone. */
 	void (*item_free)(void *payload);
-	/* Where batches go. Required; borrowed (must outlive the dump). */
+	/** Where batches go. Required; borrowed (must outlive the dump). */
 	blq_dump_writer *writer;
-	/* Takes a batch the writer failed on (e.g. an fs writer behind a
+	/** Takes a batch the writer failed on (e.g. an fs writer behind a
 	 * Redis writer). Optional; borrowed. */
 	blq_dump_writer *fallback;
-	/* Wait before retrying a failed batch; doubles up to 32x. Default
+	/** Wait before retrying a failed batch; doubles up to 32x. Default
 	 * 100 ms. */
 	uint64_t retry_interval_ns;
-	/* How long close keeps retrying failed batches before counting them
+	/** How long close keeps retrying failed batches before counting them
 	 * lost. Default 5 s; UINT64_MAX: no limit. Like every duration here,
 	 * at most a year otherwise. */
 	uint64_t close_timeout_ns;
-	/* Metrics (the struct must outlive the dump) and logger; optional. */
+	/** Metrics; optional, borrowed (the struct must outlive the dump). */
 	const blq_dump_metrics *metrics;
+	/** Logger; optional. */
 	blq_logger logger;
 } blq_dump_config;
 
-/* Dump counters. in == written + written_fallback + dropped + buffered;
+/** Dump counters. in == written + written_fallback + dropped + buffered;
  * items lost = refused + dropped. */
 struct blq_dump_stats {
-	uint64_t in;               /* items accepted and encoded */
-	uint64_t bytes_in;         /* their encoded bytes */
-	uint64_t written;          /* items persisted by the writer */
-	uint64_t written_fallback; /* items persisted by the fallback */
-	uint64_t bytes_flushed;    /* batch bytes persisted (with record headers) */
-	uint64_t flushes;          /* batches persisted */
-	uint64_t write_errors;     /* failed write attempts (writer or fallback) */
-	uint64_t refused;          /* enqueues refused (no room while failing, encode error) */
-	uint64_t dropped;          /* accepted, then lost at close */
-	uint64_t buffered;         /* accepted, not persisted yet */
-	uint64_t buffered_bytes;
+	uint64_t in;               /**< items accepted and encoded */
+	uint64_t bytes_in;         /**< their encoded bytes */
+	uint64_t written;          /**< items persisted by the writer */
+	uint64_t written_fallback; /**< items persisted by the fallback */
+	uint64_t bytes_flushed;    /**< batch bytes persisted (with record headers) */
+	uint64_t flushes;          /**< batches persisted */
+	uint64_t write_errors;     /**< failed write attempts (writer or fallback) */
+	uint64_t refused;          /**< enqueues refused (no room while failing, encode error) */
+	uint64_t dropped;          /**< accepted, then lost at close */
+	uint64_t buffered;         /**< accepted, not persisted yet */
+	uint64_t buffered_bytes;   /**< their encoded bytes, with record headers */
 };
 
 /**
- * blq_dump_new() - validate the config, copy it, start the flush thread.
- * Return: the dump, or NULL with BLQ_EINVAL (bad field; the message names
- * it), BLQ_ENOMEM or BLQ_ETHREAD in @err.
- * Thread-safety: any thread.
+ * Validate the config, copy it, start the flush thread.
+ * \param cfg the configuration; only read during the call.
+ * \param[out] err optional; receives the code and a message naming the
+ *        field on failure (set to BLQ_OK and "" on success).
+ * \return the dump, or NULL with BLQ_EINVAL (\p cfg NULL or a bad field;
+ *         the message names it), BLQ_ENOMEM or BLQ_ETHREAD in \p err. The
+ *         caller owns it: free it with blq_dump_free (after the queues
+ *         leaking into it were freed).
  */
 BLQ_API blq_dump *blq_dump_new(const blq_dump_config *cfg, blq_error *err);
 
 /**
- * blq_dump_enqueue() - encode payload into the current batch. Never does
- * I/O: the flush thread writes. Waits only while both batches are full and
- * the writer is healthy (it writes more slowly than items arrive).
- * Return: 0: accepted; payload was encoded and freed with item_free.
- * BLQ_EFULL: no room while writes fail (counted lost); BLQ_ECLOSED;
- * an encoder error; BLQ_ENOMEM; BLQ_EINVAL (NULL dump, or an encoding
- * longer than BLQ_DUMP_RECORD_MAX). On any error the caller still owns
- * payload.
- * Thread-safety: any number of threads.
+ * Encode a payload into the current batch. Never does I/O: the flush
+ * thread writes. Waits only while both batches are full and the writer is
+ * healthy (it writes more slowly than items arrive).
+ * \param d the dump.
+ * \param payload the payload; borrowed by the encoder during the call.
+ * \retval 0 accepted: \p payload was encoded and freed with item_free
+ *         (the dump owned it; with no item_free it is left alone).
+ * \retval BLQ_EFULL no room while writes fail (counted refused, lost).
+ * \retval BLQ_ECLOSED the dump is closing or closed.
+ * \retval BLQ_ENOMEM the batch cannot grow.
+ * \retval BLQ_EINVAL \p d NULL, or an encoding longer than
+ *         BLQ_DUMP_RECORD_MAX (or inconsistent between two encoder calls).
+ * \retval others the encoder's negative code.
+ *
+ * On any error the caller still owns \p payload.
+ * \threadsafety Any number of threads at once.
  */
 BLQ_API int blq_dump_enqueue(blq_dump *d, void *payload);
 
-/** blq_dump_enqueuer() - the dump as a blq_enqueuer (a queue's dlq). Its
- * enqueue is blq_dump_enqueue. The dump must outlive the queues using it:
- * close them first. */
+/**
+ * The dump as a blq_enqueuer (a queue's dlq). Its enqueue is
+ * blq_dump_enqueue, its sync blq_dump_flush.
+ * \param d the dump, borrowed: it must outlive the queues using the
+ *        enqueuer (free them first).
+ * \return the enqueuer, a value holding \p d: nothing to free.
+ */
 BLQ_API blq_enqueuer blq_dump_enqueuer(blq_dump *d);
 
 /**
- * blq_dump_flush() - write every item accepted so far and wait for it.
- * Return: 0 once persisted (by the writer or the fallback), BLQ_EIO when a
- * write failed meanwhile (the items stay buffered and are retried),
- * BLQ_ECLOSED, BLQ_EINVAL. Thread-safety: any thread.
+ * Write every item accepted so far and wait for it.
+ * \param d the dump.
+ * \retval 0 persisted (by the writer or the fallback).
+ * \retval BLQ_EIO a write failed meanwhile (the items stay buffered and
+ *         are retried).
+ * \retval BLQ_ECLOSED the dump is closing or closed.
+ * \retval BLQ_EINVAL \p d is NULL.
  */
 BLQ_API int blq_dump_flush(blq_dump *d);
 
 /**
- * blq_dump_close() - refuse new items, write everything buffered (retrying
- * failed batches for up to close_timeout_ns), stop the flush thread.
- * Idempotent; concurrent callers all return once closed.
- * Return: 0, BLQ_EIO when items had to be dropped (counted in `dropped`,
- * logged), BLQ_EINVAL for NULL.
+ * Refuse new items, write everything buffered (retrying failed batches for
+ * up to close_timeout_ns), stop the flush thread. Idempotent; concurrent
+ * callers all return once closed. It does not free the dump: blq_dump_free
+ * does.
+ * \param d the dump.
+ * \retval 0 everything accepted was written.
+ * \retval BLQ_EIO items had to be dropped (counted in `dropped`, logged).
+ * \retval BLQ_EINVAL \p d is NULL.
  */
 BLQ_API int blq_dump_close(blq_dump *d);
 
-/** blq_dump_free() - close if needed, then free. NULL is a no-op. Call once
- * no other call on @d runs. */
+/**
+ * Close if needed (as blq_dump_close), then free the dump.
+ * \param d the dump; NULL is a no-op.
+ * \threadsafety Not concurrently with anything on \p d: call it once no
+ * other call on \p d runs and no queue may leak into it any more (after
+ * blq_free of those queues), only once.
+ */
 BLQ_API void blq_dump_free(blq_dump *d);
 
-/** blq_dump_stats() - read the counters (exact once closed). Return: 0 or
- * BLQ_EINVAL. Thread-safety: any thread. */
+/**
+ * Read the counters (exact once closed).
+ * \param d the dump.
+ * \param[out] out receives the counters.
+ * \retval 0 \p out filled.
+ * \retval BLQ_EINVAL \p d or \p out NULL.
+ */
 BLQ_API int blq_dump_stats(blq_dump *d, struct blq_dump_stats *out);
 
 /* ---- the restorer ------------------------------------------------- */
 
-/* The restorer. Opaque: it owns its thread. */
+/** The restorer. Opaque: it owns its thread. Made by blq_restorer_new,
+ * freed with blq_restorer_free. */
 typedef struct blq_restorer blq_restorer;
 
+/** A restorer's configuration; copied by blq_restorer_new (the name too).
+ * The pointers in it are borrowed. */
 typedef struct blq_restorer_config {
-	/* Name for metrics and logs; copied. Default "restorer". */
+	/** Name for metrics and logs; copied. Default "restorer". */
 	const char *name;
-	/* Where dumps come from. Required; borrowed. */
+	/** Where dumps come from. Required; borrowed. */
 	blq_dump_reader *reader;
-	/* Bytes -> payload. Required. */
+	/** Bytes -> payload. Required. */
 	blq_dump_decoder decoder;
-	/* Where items go, with blq_try_enqueue_job and a completion hook.
+	/** Where items go, with blq_try_enqueue_job and a completion hook.
 	 * Required; must outlive the restorer. A leaky target's overflow may
 	 * go back to a dump: the restore count then grows (see max_restores),
 	 * and the record is done once that dump made the item durable
@@ -489,95 +609,122 @@ typedef struct blq_restorer_config {
 	 * hand-over). An item the target loses (force close without DLQ) is
 	 * not done: its record is restored again. */
 	blq *target;
-	/* Frees a decoded payload the target refused (closed). Optional. */
+	/** Frees a decoded payload the target refused (closed). Optional. */
 	void (*item_free)(void *payload);
-	/* Records handed to the target (or waiting for the dead store or a
+	/** Records handed to the target (or waiting for the dead store or a
 	 * leak's sync) and not yet durably done, at most: bounds the
 	 * restorer's memory, and the duplicates a crash of this restorer can
 	 * cause. Default 1024; 1..1,000,000. At the bound the restorer waits
 	 * for outcomes; it never drops. */
 	size_t max_in_flight;
-	/* How long blq_restorer_close waits for the items in the target to
+	/** How long blq_restorer_close waits for the items in the target to
 	 * reach their outcomes before it releases their records (to come
 	 * again). Default 5 s; at most a year. */
 	uint64_t close_timeout_ns;
-	/* Poll period when no dump is waiting. Default 1 s. */
+	/** Poll period when no dump is waiting. Default 1 s. */
 	uint64_t check_interval_ns;
-	/* Wait while the target is too full. Default check_interval_ns. */
+	/** Wait while the target is too full. Default check_interval_ns. */
 	uint64_t postpone_interval_ns;
-	/* Restore only while blq_rate(target) <= allow_rate. Default 0.95;
+	/** Restore only while blq_rate(target) <= allow_rate. Default 0.95;
 	 * (0, 1]. */
 	double allow_rate;
-	/* A record already restored or delivered this many times
+	/** A record already restored or delivered this many times
 	 * (restores + deliveries) goes to `dead` instead of the target: a
 	 * poison item that kills its restorer ends there too. 0 = no limit. */
 	uint32_t max_restores;
-	/* The final dead store for those records and for records the decoder
+	/** The final dead store for those records and for records the decoder
 	 * refuses. Required with max_restores; borrowed. */
 	blq_dump_writer *dead;
+	/** Metrics; optional, borrowed (the struct must outlive the
+	 * restorer). */
 	const blq_dump_metrics *metrics;
+	/** Logger; optional. */
 	blq_logger logger;
 } blq_restorer_config;
 
-/* Restorer counters. Every record read ends as one of done, dead, lost,
+/** Restorer counters. Every record read ends as one of done, dead, lost,
  * or returned (given back unfinished; it comes again), or is still in
  * flight: records = done + dead + lost + returned + in_flight. */
 struct blq_restorer_stats {
-	uint64_t dumps;        /* dumps restored and removed */
-	uint64_t records;      /* records read */
-	uint64_t restored;     /* items the target accepted */
-	uint64_t bytes_out;    /* their bytes */
-	uint64_t dead;         /* records sent to the dead store */
-	uint64_t lost;         /* undecodable records without a dead store */
-	uint64_t postponed;    /* waits because the target was too full */
-	uint64_t read_errors;  /* failed next/record/done/sync/commit calls */
-	uint64_t released;     /* dumps given back unremoved (close, errors) */
-	/* Outcomes the target reported: processed, failed (timed out
+	uint64_t dumps;        /**< dumps restored and removed */
+	uint64_t records;      /**< records read */
+	uint64_t restored;     /**< items the target accepted */
+	uint64_t bytes_out;    /**< their bytes */
+	uint64_t dead;         /**< records sent to the dead store */
+	uint64_t lost;         /**< undecodable records without a dead store */
+	uint64_t postponed;    /**< waits because the target was too full */
+	uint64_t read_errors;  /**< failed next/record/done/sync/commit calls */
+	uint64_t released;     /**< dumps given back unremoved (close, errors) */
+	/** Outcomes the target reported: processed, failed (timed out
 	 * included), expired, leaked (lost ones count in `returned`). */
 	uint64_t processed;
-	uint64_t failed;
-	uint64_t expired;
-	uint64_t leaked;
-	uint64_t done;         /* restored items whose record was marked done
+	uint64_t failed;       /**< see processed */
+	uint64_t expired;      /**< see processed */
+	uint64_t leaked;       /**< see processed */
+	uint64_t done;         /**< restored items whose record was marked done
 				* (a leaked one after its DLQ's sync) */
-	uint64_t returned;     /* records given back not done: refused or
+	uint64_t returned;     /**< records given back not done: refused or
 				* lost by the target, in flight at close */
-	uint64_t redelivered;  /* records with deliveries > 0: possible
+	uint64_t redelivered;  /**< records with deliveries > 0: possible
 				* duplicates of an earlier, dead restorer's
 				* (an upper bound on the duplicates) */
-	uint64_t in_flight;    /* gauge: records handed out, not yet settled */
+	uint64_t in_flight;    /**< gauge: records handed out, not yet settled */
 };
 
 /**
- * blq_restorer_new() - validate, copy, start the restorer thread. It polls
- * the reader every check_interval_ns (or at once after blq_restorer_kick),
- * restores every waiting dump, commits each record once its item reached
- * an outcome in the target, and removes a dump once all its records are.
- * Return: the restorer, or NULL with BLQ_EINVAL (bad field, named),
- * BLQ_ENOMEM or BLQ_ETHREAD in @err.
+ * Validate, copy, start the restorer thread. It polls the reader every
+ * check_interval_ns (or at once after blq_restorer_kick), restores every
+ * waiting dump, commits each record once its item reached an outcome in
+ * the target, and removes a dump once all its records are.
+ * \param cfg the configuration; only read during the call.
+ * \param[out] err optional; receives the code and a message naming the
+ *        field on failure (set to BLQ_OK and "" on success).
+ * \return the restorer, or NULL with BLQ_EINVAL (\p cfg NULL or a bad
+ *         field, named), BLQ_ENOMEM or BLQ_ETHREAD in \p err. The caller
+ *         owns it: free it with blq_restorer_free (before the reader and
+ *         the dead store; the target queue may be freed after it).
  */
 BLQ_API blq_restorer *blq_restorer_new(const blq_restorer_config *cfg, blq_error *err);
 
-/** blq_restorer_kick() - poll now instead of at the next check. Return: 0
- * or BLQ_EINVAL. Thread-safety: any thread. */
+/**
+ * Poll the reader now instead of at the next check.
+ * \param r the restorer.
+ * \retval 0 the restorer thread was woken.
+ * \retval BLQ_EINVAL \p r is NULL.
+ */
 BLQ_API int blq_restorer_kick(blq_restorer *r);
 
 /**
- * blq_restorer_close() - stop handing out records; wait up to
- * close_timeout_ns for the items already in the target to reach their
- * outcomes and commit those; release the rest unremoved (they come again
- * later: at least once). Idempotent. An item whose outcome comes after
- * this returns is not committed; its hook stays safe to run (the state it
+ * Stop handing out records; wait up to close_timeout_ns for the items
+ * already in the target to reach their outcomes and commit those; release
+ * the rest unremoved (they come again later: at least once); join the
+ * restorer thread. Idempotent. An item whose outcome comes after this
+ * returns is not committed; its hook stays safe to run (the state it
  * touches lives until the last such outcome).
- * Return: 0 or BLQ_EINVAL.
+ * \param r the restorer.
+ * \retval 0 closed (or, for a second call made while the first still
+ *         runs, closing: only the first waits for the thread).
+ * \retval BLQ_EINVAL \p r is NULL.
  */
 BLQ_API int blq_restorer_close(blq_restorer *r);
 
-/** blq_restorer_free() - close if needed, then free. NULL is a no-op. */
+/**
+ * Close if needed (as blq_restorer_close), then free the restorer. Items
+ * it restored may still be in the target: their hooks keep the state they
+ * touch alive until their outcomes.
+ * \param r the restorer; NULL is a no-op.
+ * \threadsafety Not concurrently with anything on \p r: call it once no
+ * other call on \p r runs, only once.
+ */
 BLQ_API void blq_restorer_free(blq_restorer *r);
 
-/** blq_restorer_stats() - read the counters. Return: 0 or BLQ_EINVAL.
- * Thread-safety: any thread. */
+/**
+ * Read the counters (each a relaxed atomic: a snapshot while it runs).
+ * \param r the restorer.
+ * \param[out] out receives the counters.
+ * \retval 0 \p out filled.
+ * \retval BLQ_EINVAL \p r or \p out NULL.
+ */
 BLQ_API int blq_restorer_stats(blq_restorer *r, struct blq_restorer_stats *out);
 
 #ifdef __cplusplus

@@ -1,4 +1,5 @@
-/*
+/**
+ * \file
  * blq queue: a bounded, leaky worker queue.
  *
  * Producers hand payloads to the queue; a pool of worker threads runs the
@@ -7,17 +8,31 @@
  * into the DLQ and never blocks.
  *
  * Ownership: a payload belongs to the queue from the moment an enqueue call
- * returns 0. From then on it ends in exactly one outcome (blq_stats):
- *   processed  the worker returned 0; the worker owns the payload.
- *   failed     the worker failed (or ran past its timeout) on the last
- *              allowed attempt and it was not sent to the DLQ; freed with
- *              item_free. Earlier failures are retries, not outcomes.
- *   leaked     handed to the DLQ (overflow, fail_to_dlq, deadline_to_dlq,
- *              a Soft or Hard close); the DLQ owns it.
- *   expired    its deadline passed before a worker took it; freed.
- *   lost       a Soft or Hard close without a DLQ, or the DLQ refused it;
- *              freed.
- * After close: in == processed + failed + leaked + expired + lost.
+ * returns 0; on any error the caller still owns it. From then on it ends in
+ * exactly one outcome (blq_stats):
+ * - processed: the worker returned 0; the worker owns the payload.
+ * - failed: the worker failed (or ran past its timeout) on the last
+ *   allowed attempt and it was not sent to the DLQ; freed with item_free.
+ *   Earlier failures are retries, not outcomes.
+ * - leaked: handed to the DLQ (overflow, fail_to_dlq, deadline_to_dlq, a
+ *   Soft or Hard close); the DLQ owns it.
+ * - expired: its deadline passed before a worker took it; freed.
+ * - lost: a Soft or Hard close without a DLQ, or the DLQ refused it; freed.
+ * - cancelled: ended through its handle (blq_cancel); freed.
+ *
+ * After close: in == processed + failed + leaked + expired + lost +
+ * cancelled ("freed" means passed to blq_config.item_free, when set).
+ *
+ * Thread-safety: unless a function says otherwise, every function here may
+ * be called from any thread, concurrently, on the same queue, the queue's
+ * own workers included, from blq_new's return until blq_free is called;
+ * blq_free must be the last call on a queue. The exceptions are marked:
+ * blq_free, the calls that would wait for the calling worker itself
+ * (blq_wait_idle, blq_enqueue_wait, blq_enqueue_wait_result: BLQ_EDEADLK),
+ * the closes from a worker (they do not wait), blq_dlq_sync, the blq_task_
+ * functions (only during the worker call) and a handle's (until
+ * blq_handle_release). A completion hook (blq_done) may call only a few of
+ * them.
  */
 #ifndef BLQ_QUEUE_H
 #define BLQ_QUEUE_H
@@ -41,34 +56,53 @@
 extern "C" {
 #endif
 
-/* The queue. Opaque: it owns threads. */
+/** The queue. Opaque: it owns threads. Made by blq_new, freed with
+ * blq_free. */
 typedef struct blq blq;
 
-/* The per-item handle a worker receives. Valid only during the call. */
+/** The per-item handle a worker receives (blq_task_ functions). Owned by
+ * the queue; valid only during the worker call. */
 typedef struct blq_task blq_task;
 
-/* The worker callback: process payload, return 0 on success, anything else
- * on failure. On success the worker owns payload; on failure the queue does
- * (and frees it with item_free or hands it to the DLQ). Runs on the queue's
- * worker threads, several at once. */
+/**
+ * The worker callback (blq_config.worker). Runs on the queue's worker
+ * threads, several at once, so it must be thread-safe for its ctx.
+ * \param ctx blq_config.worker_ctx.
+ * \param payload the item's payload, as enqueued.
+ * \param task this attempt's handle: its attempt number, cancellation,
+ *        time limit (blq_task_cancelled, blq_task_claim, ...); valid only
+ *        during the call.
+ * \return 0 on success: the worker owns \p payload (with a time limit,
+ *         unless the attempt was given up first: see timeout_ns); anything
+ *         else on failure: the queue keeps \p payload (to retry it, free it
+ *         with item_free or hand it to the DLQ), and the worker must not
+ *         touch it after returning.
+ */
 typedef int (*blq_worker_fn)(void *ctx, void *payload, blq_task *task);
 
-/* Where an item ended (blq_enqueue_wait). */
+/** Where an item ended (blq_done, blq_enqueue_wait, blq_handle_outcome);
+ * 0 means "none yet". */
 enum blq_outcome {
-	BLQ_OUTCOME_PROCESSED = 1, /* the worker returned 0 */
-	BLQ_OUTCOME_FAILED,        /* the last attempt failed; freed (or to the DLQ:
+	BLQ_OUTCOME_PROCESSED = 1, /**< the worker returned 0 */
+	BLQ_OUTCOME_FAILED,        /**< the last attempt failed; freed (or to the DLQ:
 				    * then LEAKED) */
-	BLQ_OUTCOME_TIMED_OUT,     /* FAILED, and the last attempt ran past its timeout */
-	BLQ_OUTCOME_LEAKED,        /* handed to the DLQ */
-	BLQ_OUTCOME_EXPIRED,       /* its deadline passed before a worker took it */
-	BLQ_OUTCOME_LOST,          /* dropped at a Soft or Hard close, or refused by the DLQ */
-	BLQ_OUTCOME_CANCELLED,     /* cancelled through its handle (blq_cancel); freed */
+	BLQ_OUTCOME_TIMED_OUT,     /**< FAILED, and the last attempt ran past its timeout */
+	BLQ_OUTCOME_LEAKED,        /**< handed to the DLQ */
+	BLQ_OUTCOME_EXPIRED,       /**< its deadline passed before a worker took it */
+	BLQ_OUTCOME_LOST,          /**< dropped at a Soft or Hard close, or refused by the DLQ */
+	BLQ_OUTCOME_CANCELLED,     /**< cancelled through its handle (blq_cancel); freed */
 };
 
-/** blq_outcome_name() - "processed", "failed", ...; "unknown" otherwise. */
+/**
+ * An outcome's name.
+ * \param o the outcome.
+ * \return a static string: "processed", "failed", "timed out", "leaked",
+ *         "expired", "lost", "cancelled"; "unknown" for any other value.
+ *         Never NULL; not to be freed.
+ */
 BLQ_API const char *blq_outcome_name(enum blq_outcome o);
 
-/*
+/**
  * A completion hook: fn(ctx, payload, outcome) runs exactly once per item,
  * when the item reaches its outcome (never for a retry, never for an item
  * whose enqueue returned an error).
@@ -79,132 +113,150 @@ BLQ_API const char *blq_outcome_name(enum blq_outcome o);
  * returned yet), the timer or a QoS egress thread (leaked), or the thread
  * closing the queue (leaked or lost at a Soft or Hard close). The counters in
  * blq_stats already include the outcome when fn runs.
+ *
  * What fn may do: record the outcome, signal another thread, call
  * blq_try_enqueue(_job) on any queue, blq_stats. It must be short and must
  * not block: never blq_close, blq_free, blq_wait_idle or blq_enqueue_wait
  * on the item's queue, nor a blq_enqueue that can wait for room.
+ *
  * payload is an identity, not a loan: by then the worker owns it
  * (processed), the DLQ does (leaked), or it was freed with item_free; do
  * not dereference it.
+ *
  * Cost: an item without a hook pays one predictable branch at its outcome.
  */
 typedef struct blq_done {
+	/** The hook: gets ctx, the item's payload (an identity) and its
+	 * outcome. */
 	void (*fn)(void *ctx, void *payload, enum blq_outcome o);
+	/** Passed to fn; borrowed (must stay valid until fn ran). */
 	void *ctx;
 } blq_done;
 
-/*
- * Queue configuration. `blq_config cfg = {0}` plus a worker and a capacity
- * is a valid fixed pool; zero always means "the default". The queue copies
- * the struct (and the name) at creation; later changes have no effect.
+/**
+ * Queue configuration. `blq_config cfg = {0}` plus a worker, a capacity
+ * and workers (or workers_max) is a valid queue; zero always means "the
+ * default". The queue copies the struct (and the name, the QoS config and
+ * the schedule) at creation; later changes have no effect. Pointers it
+ * keeps (metrics, the DLQ's self, the contexts) are borrowed: they must
+ * outlive the queue.
  */
 typedef struct blq_config {
-	/* Name used in metrics, logs and status; copied. Default "queue",
+	/** Name used in metrics, logs and status; copied. Default "queue",
 	 * at most 63 bytes. */
 	const char *name;
-	/* Items the queue holds, exactly (not rounded). Required, >= 1;
+	/** Items the queue holds, exactly (not rounded). Required, >= 1;
 	 * with qos, 0 or the sum of the sub-queues and the egress. */
 	size_t capacity;
-	/* Shards the buffer into this many rings, like the original's pfifo,
+	/** Shards the buffer into this many rings, like the original's pfifo,
 	 * to spread contention. Default 1; 1..capacity. Each ring holds
-	 * capacity/streams items (the first capacity%streams hold one more).
+	 * capacity/streams items (the first capacity % streams hold one more).
 	 * With qos: 0 (set qos->egress.streams instead). */
 	unsigned streams;
-	/* Priority sub-queues (qos.h); copied at creation. Optional. */
+	/** Priority sub-queues (qos.h); copied at creation. Optional. */
 	const blq_qos_config *qos;
 
-	/* Worker callback and its context. Required. */
+	/** Worker callback. Required. */
 	blq_worker_fn worker;
+	/** Passed to every worker call; borrowed. */
 	void *worker_ctx;
-	/* Frees a payload the queue drops (failed, expired, lost). Optional:
+	/** Frees a payload the queue drops (failed, expired, lost, cancelled). Optional:
 	 * NULL means the queue drops payloads without freeing them. */
 	void (*item_free)(void *payload);
 
-	/* Fixed pool size. Setting it means workers_min = workers_max =
+	/** Fixed pool size. Setting it means workers_min = workers_max =
 	 * workers; do not set those too. */
 	unsigned workers;
-	/* Balanced pool bounds: with workers_min < workers_max (or a
+	/** Balanced pool bounds: with workers_min < workers_max (or a
 	 * schedule) the pool grows and shrinks with the load between them.
 	 * workers_max: 1..1024; workers_min: 0..workers_max (0: the pool may
 	 * go down to no thread at all when idle). */
 	unsigned workers_min;
+	/** See workers_min. */
 	unsigned workers_max;
-	/* Time ranges that override workers_min/max and the factors; copied
+	/** Time ranges that override workers_min/max and the factors; copied
 	 * at creation (the caller may free it after blq_new). Optional. */
 	const blq_schedule *schedule;
-	/* Fill rate at which an asleep worker wakes. Default 0.75; (0, 1]. */
+	/** Fill rate at which an asleep worker wakes. Default 0.75; (0, 1]. */
 	double wakeup_factor;
-	/* Fill rate at which active workers go to sleep. Default 0.5;
+	/** Fill rate at which active workers go to sleep. Default 0.5;
 	 * [0, wakeup_factor]. */
 	double sleep_factor;
-	/* At most this many workers go to sleep per heartbeat; 0 = half. */
+	/** At most this many workers go to sleep per heartbeat; 0 = half. */
 	unsigned sleep_threshold;
-	/* An asleep worker ends its thread after this. Default 5 s. */
+	/** An asleep worker ends its thread after this. Default 5 s. */
 	uint64_t sleep_interval_ns;
-	/* Balancer period. Default 1 s. */
+	/** Balancer period. Default 1 s. */
 	uint64_t heartbeat_interval_ns;
-	/* Producers inside enqueue at once that make an enqueuer run a
+	/** Producers inside enqueue at once that make an enqueuer run a
 	 * calibration on its own thread right away (sampled every 64th item
 	 * per producer cell). Default 1000. */
 	unsigned force_calibration_limit;
 
-	/* Retries: a failed item (the worker returned non-zero, or ran past
+	/** Retries: a failed item (the worker returned non-zero, or ran past
 	 * its timeout) is tried again up to max_retries more times (0..10^6,
 	 * default 0); then it fails (or goes to the DLQ with fail_to_dlq).
 	 * Before retry n it waits in the timer for the backoff's delay (see
 	 * blq/retry.h): no worker waits for it. Without retry_interval_ns
 	 * (and no custom backoff) a retry goes straight back to the queue. */
 	unsigned max_retries;
-	/* Base delay of the backoff; 0..1 year. */
+	/** Base delay of the backoff; 0..1 year. */
 	uint64_t retry_interval_ns;
-	/* Cap on the backoff's delay before jitter; 0 = none (1 year). */
+	/** Cap on the backoff's delay before jitter; 0 = none (1 year). */
 	uint64_t retry_max_interval_ns;
-	/* Default BLQ_BACKOFF_NONE: retry_interval_ns every time. */
+	/** Default BLQ_BACKOFF_NONE: retry_interval_ns every time. */
 	enum blq_backoff backoff;
-	/* Required with BLQ_BACKOFF_CUSTOM, refused otherwise. */
+	/** Required with BLQ_BACKOFF_CUSTOM, refused otherwise. */
 	blq_backoff_fn backoff_fn;
+	/** Passed to backoff_fn; borrowed. */
 	void *backoff_ctx;
-	/* Default BLQ_JITTER_NONE. */
+	/** Default BLQ_JITTER_NONE. */
 	enum blq_jitter jitter;
-	/* BLQ_JITTER_DECORRELATED's bounds: min defaults to retry_interval_ns,
-	 * max is required (>= min). */
+	/** BLQ_JITTER_DECORRELATED's lower bound: defaults to
+	 * retry_interval_ns; refused with any other jitter. */
 	uint64_t jitter_min_ns;
+	/** BLQ_JITTER_DECORRELATED's upper bound: required (>= the lower
+	 * bound); refused with any other jitter. */
 	uint64_t jitter_max_ns;
-	/* Required with BLQ_JITTER_CUSTOM, refused otherwise. */
+	/** Required with BLQ_JITTER_CUSTOM, refused otherwise. */
 	blq_jitter_fn jitter_fn;
+	/** Passed to jitter_fn; borrowed. */
 	void *jitter_ctx;
-	/* Items the timer holds at once (delayed items and retries waiting
+	/** Items the timer holds at once (delayed items and retries waiting
 	 * for their backoff). Default: capacity. Its memory grows on demand
-	 * up to this. A delayed enqueue finding it full follows the queue's
-	 * rules (blocks, BLQ_EFULL from try, or leaks to the DLQ); a retry
-	 * finding it full goes to the DLQ on a leaky queue, else skips its
-	 * backoff and goes straight back to the queue. */
+	 * up to this. A delayed enqueue finding it full waits for room (on a
+	 * leaky queue too); a delayed try-enqueue gets BLQ_EFULL, or on a
+	 * leaky queue leaks the item to the DLQ. A retry finding it full goes
+	 * to the DLQ on a leaky queue, else skips its backoff and goes straight
+	 * back to the queue. */
 	size_t timer_capacity;
 
-	/* Dead-letter queue. Setting dlq.enqueue makes the queue leaky: it
-	 * never blocks a producer. */
+	/** Dead-letter queue. Setting dlq.enqueue makes the queue leaky: a
+	 * full queue never blocks a producer (a delayed item meeting a full
+	 * timer still waits: see timer_capacity). Copied; dlq.self is
+	 * borrowed (must outlive the queue, blq_free included). */
 	blq_enqueuer dlq;
-	/* Send failed items to the DLQ instead of freeing them. Needs dlq. */
+	/** Send failed items to the DLQ instead of freeing them. Needs dlq. */
 	bool fail_to_dlq;
-	/* Send items past their deadline to the DLQ. Needs dlq. */
+	/** Send items past their deadline to the DLQ. Needs dlq. */
 	bool deadline_to_dlq;
-	/* Which item leaks when full: the new one (rear, default) or the
+	/** Which item leaks when full: the new one (rear, default) or the
 	 * oldest (front). */
 	enum blq_leak_dir leak_direction;
-	/* Front leak: how many oldest items may be moved out to make room for
+	/** Front leak: how many oldest items may be moved out to make room for
 	 * one new item before the new one leaks instead. Default 5. */
 	unsigned front_leak_attempts;
 
-	/* Minimum time between enqueue and start: items wait in the timer,
+	/** Minimum time between enqueue and start: items wait in the timer,
 	 * never in a worker, never in front of items that are due. 0..1 year;
 	 * 0 = none. */
 	uint64_t delay_interval_ns;
-	/* An item a worker takes later than this after its enqueue is not
+	/** An item a worker takes later than this after its enqueue is not
 	 * processed: it expires (or goes to the DLQ with deadline_to_dlq).
 	 * 0 = no deadline; otherwise greater than delay_interval_ns, 1 year
 	 * at most. */
 	uint64_t deadline_interval_ns;
-	/* Default run-time limit of one attempt; 0 = none (such items pay
+	/** Default run-time limit of one attempt; 0 = none (such items pay
 	 * nothing for the feature). At the limit the queue gives the attempt
 	 * up: blq_task_cancelled reads true, and a watchdog thread (started
 	 * by the first attempt with a limit) detaches the worker's thread and
@@ -220,94 +272,92 @@ typedef struct blq_config {
 	 * returns 0 before the watchdog acted (or after claiming) processed
 	 * the item. 1 year at most. */
 	uint64_t timeout_ns;
-	/* Record each item's enqueue time even when nothing needs it, so
+	/** Record each item's enqueue time even when nothing needs it, so
 	 * blq_task_enqueued_ns works (costs one clock read per enqueue). */
 	bool stamp_enqueue_time;
 
-	/* Time source; default CLOCK_MONOTONIC. */
+	/** Time source; default CLOCK_MONOTONIC. */
 	blq_clock clock;
-	/* Metrics writer, optional; the struct it points to must outlive the
+	/** Metrics writer, optional; the struct it points to must outlive the
 	 * queue. */
 	const blq_metrics_writer *metrics;
-	/* Logger; default off. */
+	/** Logger; default off. */
 	blq_logger logger;
-	/* Called for every item at its outcome, after the job's own hook
+	/** Called for every item at its outcome, after the job's own hook
 	 * (blq_job.done), with the rules of blq_done. Optional; a ctx without
 	 * fn is refused. */
 	blq_done on_done;
 } blq_config;
 
-/* A job: a payload plus per-job settings for blq_enqueue_job. Each
- * interval overrides the config's when non-zero and is at most 1 year. */
+/** A job: a payload plus per-job settings for blq_enqueue_job. Each
+ * interval overrides the config's when non-zero and is at most 1 year. The
+ * struct itself is only read during the enqueue call. */
 typedef struct blq_job {
-	void *payload;
-	/* Overrides delay_interval_ns. */
+	void *payload; /**< the payload; the queue owns it once enqueued */
+	/** Overrides delay_interval_ns. */
 	uint64_t delay_ns;
-	/* Overrides deadline_interval_ns (counted from the enqueue). */
+	/** Overrides deadline_interval_ns (counted from the enqueue). */
 	uint64_t deadline_ns;
-	/* Overrides timeout_ns. */
+	/** Overrides timeout_ns. */
 	uint64_t timeout_ns;
-	/* Priority weight for QoS queues: what the evaluator gets (the
+	/** Priority weight for QoS queues: what the evaluator gets (the
 	 * weighted one maps it to a percent); ignored without QoS. */
 	uint64_t weight;
-	/* Completion hook, called once with the item's outcome (see
+	/** Completion hook, called once with the item's outcome (see
 	 * blq_done). Borrowed: it must stay valid until fn runs; one hook may
 	 * serve many jobs. NULL: none (the job pays nothing). A hook without
 	 * fn is refused with BLQ_EINVAL. */
 	const blq_done *done;
 } blq_job;
 
-/* Counters since creation. Outcomes add up (see the top of this file).
- * A plain struct tag (no typedef) so the function blq_stats keeps its name:
- * `struct blq_stats st; blq_stats(q, &st);` */
+/** Counters since creation, and gauges. Outcomes add up (see the top of
+ * this file). A plain struct tag (no typedef) so the function blq_stats
+ * keeps its name: `struct blq_stats st; blq_stats(q, &st);` */
 struct blq_stats {
-	uint64_t in;        /* enqueues that returned 0 */
-	uint64_t processed;
-	uint64_t failed;
-	uint64_t leaked;    /* sum of the leaked_* below */
-	uint64_t leaked_rear;
-	uint64_t leaked_front;
-	uint64_t leaked_failed;   /* fail_to_dlq */
-	uint64_t leaked_deadline; /* deadline_to_dlq */
-	uint64_t leaked_closed;   /* remaining at a Soft or Hard close */
-	uint64_t expired;
-	uint64_t lost;
-	uint64_t cancelled; /* blq_cancel: freed, never run (again) */
-	uint64_t retried;   /* a retry is not an outcome */
-	uint64_t timed_out; /* attempts that ran past their timeout (each then
+	uint64_t in;        /**< items accepted: enqueues that returned 0 (a batch's items) */
+	uint64_t processed; /**< outcome: the worker returned 0 */
+	uint64_t failed;    /**< outcome: the last attempt failed (timed out included) */
+	uint64_t leaked;    /**< outcome: to the DLQ; the sum of the leaked_* below */
+	uint64_t leaked_rear;     /**< the new item, on overflow (or a full timer) */
+	uint64_t leaked_front;    /**< the oldest item, to make room */
+	uint64_t leaked_failed;   /**< fail_to_dlq */
+	uint64_t leaked_deadline; /**< deadline_to_dlq */
+	uint64_t leaked_closed;   /**< remaining at a Soft or Hard close */
+	uint64_t expired;   /**< outcome: past its deadline before a worker took it */
+	uint64_t lost;      /**< outcome: dropped (no DLQ at a close, or refused by it) */
+	uint64_t cancelled; /**< blq_cancel: freed, never run (again) */
+	uint64_t retried;   /**< a retry is not an outcome */
+	uint64_t timed_out; /**< attempts that ran past their timeout (each then
 			     * retried, failed or leaked) */
-	uint64_t delayed;   /* items (delays and retries) waiting in the timer */
-	/* Gauges at the time of the call. */
-	size_t size;
-	size_t capacity;
-	unsigned workers_active;
-	unsigned workers_asleep;
-	unsigned workers_idle;   /* slots without a thread */
-	/* Balancer activity since creation. */
-	uint64_t workers_woken;  /* asleep -> active */
-	uint64_t workers_slept;  /* active -> asleep */
-	uint64_t threads_started;
-	uint64_t threads_stopped; /* asleep past sleep_interval, or above max */
-	/* Full at the balancer's last look, or producers waiting for room
+	uint64_t delayed;   /**< items (delays and retries) waiting in the timer */
+	size_t size;             /**< gauge: items waiting, as blq_size */
+	size_t capacity;         /**< the queue's capacity, as blq_capacity */
+	unsigned workers_active; /**< gauge: worker threads taking items */
+	unsigned workers_asleep; /**< gauge: worker threads put to sleep by the balancer */
+	unsigned workers_idle;   /**< gauge: slots without a thread */
+	uint64_t workers_woken;  /**< balancer, since creation: asleep -> active */
+	uint64_t workers_slept;  /**< balancer, since creation: active -> asleep */
+	uint64_t threads_started; /**< worker threads started since creation */
+	uint64_t threads_stopped; /**< asleep past sleep_interval, or above max */
+	/** Full at the balancer's last look, or producers waiting for room
 	 * now (fixed pools too); clears once they got in (the drain). */
 	bool throttled;
-	bool paused;
-	/* The balancer's bounds at its last look: the config's, or those of
-	 * the schedule range in force (schedule_range is its index in the
-	 * order added, -1 for the config's). */
+	bool paused; /**< between blq_pause and blq_resume (or a close) */
+	/** The balancer's bounds at its last look: the config's, or those of
+	 * the schedule range in force. */
 	unsigned workers_min;
-	unsigned workers_max;
-	double wakeup_factor;
-	double sleep_factor;
-	int schedule_range;
-	/* Gauges of the moment (seed 000): workers inside their callback;
+	unsigned workers_max;    /**< see workers_min */
+	double wakeup_factor;    /**< see workers_min */
+	double sleep_factor;     /**< see workers_min */
+	int schedule_range; /**< the range in force, by its index in the order added; -1: the config's */
+	/** Gauges of the moment (seed 000): workers inside their callback;
 	 * those of them past the attempt's time limit (timeout_ns) that have
 	 * not returned yet; producers blocked in blq_enqueue(_job) waiting
 	 * for room on a full queue (or a full QoS sub-queue). */
 	unsigned workers_busy;
-	unsigned workers_overrunning;
-	unsigned producers_blocked;
-	/* Threads the queue gave up on inside a callback (at the attempt's
+	unsigned workers_overrunning; /**< see workers_busy */
+	unsigned producers_blocked;   /**< see workers_busy */
+	/** Threads the queue gave up on inside a callback (at the attempt's
 	 * time limit, or at a close's limit) that have not returned yet: a
 	 * replacement serves in their place. Each holds its item, which
 	 * reaches its outcome when the callback returns (until then it is in
@@ -316,39 +366,56 @@ struct blq_stats {
 };
 
 /**
- * blq_new() - validate a configuration, copy it and start the workers.
- * @cfg: the configuration; only read during the call.
- * @err: optional; receives the code and a message naming the offending
- *       field on failure (set to BLQ_OK and "" on success).
- * Return: the queue with workers_min (or workers) threads started, or NULL
- * with BLQ_EINVAL (bad field), BLQ_ENOMEM or BLQ_ETHREAD in @err. Never returns a half-built queue.
- * Thread-safety: safe from any thread.
+ * Validate a configuration, copy it and start the workers.
+ * \param cfg the configuration; only read during the call (blq_config
+ *        says what the queue copies and what it borrows).
+ * \param[out] err optional; receives the code and a message naming the
+ *        offending field on failure (set to BLQ_OK and "" on success).
+ * \return the queue with workers_min (or workers) threads started, or NULL
+ *         with BLQ_EINVAL (bad field), BLQ_ENOMEM or BLQ_ETHREAD in \p err;
+ *         never a half-built queue. The caller owns the queue: free it with
+ *         blq_free (which closes it first if no close did).
  */
 BLQ_API blq *blq_new(const blq_config *cfg, blq_error *err);
 
 /**
- * blq_enqueue() - hand a payload to the queue.
- * Blocks while the queue is full unless it is leaky (has a DLQ), in which
- * case the overflow goes to the DLQ and the call returns at once.
- * Return: 0: the queue owns payload (it may already have leaked to the DLQ;
- * see blq_stats). BLQ_ECLOSED: the queue is closing or closed (also when it
- * closes while this call waits for room); BLQ_EINVAL: q is NULL. On any
- * error the caller still owns payload.
- * Thread-safety: any number of threads at once; also from workers.
+ * Hand a payload to the queue. Blocks while the queue is full unless it is
+ * leaky (has a DLQ), in which case the overflow goes to the DLQ and the
+ * call returns at once. With a delay_interval_ns the item waits in the
+ * timer; a full timer makes this call wait for room, leaky queue or not
+ * (blq_config.timer_capacity).
+ * \param q the queue.
+ * \param payload the payload; taken on 0, left to the caller on any error.
+ * \retval 0 the queue owns \p payload (it may already have leaked to the
+ *         DLQ; see blq_stats).
+ * \retval BLQ_ECLOSED the queue is closing or closed (also when it closes
+ *         while this call waits for room).
+ * \retval BLQ_EINVAL \p q is NULL.
+ * \retval BLQ_ETHREAD with a delay: the timer thread cannot start.
+ * \retval BLQ_ENOMEM with a delay: the timer cannot grow.
+ * \threadsafety Any number of threads at once; also from workers (on a
+ * full queue without a DLQ a worker waits like any producer, for the other
+ * workers to make room).
  */
 BLQ_API int blq_enqueue(blq *q, void *payload);
 
 /**
- * blq_try_enqueue() - like blq_enqueue, but never blocks.
- * Return: 0 (the queue owns payload), BLQ_EFULL (no room and no DLQ; the
- * caller still owns payload), BLQ_ECLOSED or BLQ_EINVAL.
- * Thread-safety: any number of threads at once.
+ * Like blq_enqueue, but never blocks.
+ * \param q the queue.
+ * \param payload the payload; taken on 0, left to the caller on any error.
+ * \retval 0 the queue owns \p payload.
+ * \retval BLQ_EFULL no room and no DLQ (with a delay: a full timer and no
+ *         DLQ; with a DLQ a full timer leaks the item instead).
+ * \retval BLQ_ECLOSED the queue is closing or closed.
+ * \retval BLQ_EINVAL \p q is NULL.
+ * \retval BLQ_ETHREAD with a delay: the timer thread cannot start.
+ * \retval BLQ_ENOMEM with a delay: the timer cannot grow.
  */
 BLQ_API int blq_try_enqueue(blq *q, void *payload);
 
 /**
- * blq_enqueue_batch() - hand n payloads to the queue in one call, in order.
- * @payloads: n payloads; the array itself is only read during the call.
+ * Hand n payloads to the queue in one call, in order.
+ *
  * For producers that receive items in bursts (a socket read, a file
  * block): the queue counts the call in and out once, reserves ring slots
  * for as many as fit with one atomic operation per ring, reads the clock
@@ -360,114 +427,139 @@ BLQ_API int blq_try_enqueue(blq *q, void *payload);
  * delay_interval_ns the items are admitted one by one inside the call
  * (the same results as n blq_enqueue calls, without the saving).
  * blq_stats' `in` counts the batch's items from the call's start; those
- * it gives back leave it when it returns.
- * Like write(2), it reports how far it got:
- * Return: how many payloads the queue took (the first ones): n, or fewer
- * when the queue closed while the call waited for room; the queue owns
- * payloads[0..r) and the caller still owns payloads[r..n). A leaky queue
- * takes every payload, leaking the overflow to its DLQ as n blq_enqueue
- * calls would (by its leak_direction; a delayed item meeting a full timer
- * waits for room there, as blq_enqueue's does). A negative error when it
- * took none: BLQ_ECLOSED (closing or closed), BLQ_EINVAL (q NULL, payloads
- * NULL with n > 0, n > SSIZE_MAX), and with a delay BLQ_ETHREAD (the timer
- * thread cannot start) or BLQ_ENOMEM (the timer cannot grow). 0 when n
- * is 0. Call again with the rest to learn
- * why a partial batch stopped.
- * Thread-safety: any number of threads at once, mixed with every other
+ * it gives back leave it when it returns. Like write(2), it reports how
+ * far it got; call again with the rest to learn why a partial batch
+ * stopped.
+ * \param q the queue.
+ * \param payloads n payloads; the array itself is only read during the
+ *        call.
+ * \param n the number of payloads.
+ * \return how many payloads the queue took (the first ones): n, or fewer
+ *         when the queue closed while the call waited for room; the queue
+ *         owns payloads[0..r) and the caller still owns payloads[r..n). A
+ *         leaky queue takes every payload, leaking the overflow to its DLQ
+ *         as n blq_enqueue calls would (by its leak_direction; a delayed
+ *         item meeting a full timer waits for room there, as blq_enqueue's
+ *         does). 0 when n is 0. A negative error when it took none:
+ *         BLQ_ECLOSED (closing or closed), BLQ_EINVAL (q NULL, payloads
+ *         NULL with n > 0, n > SSIZE_MAX), and with a delay BLQ_ETHREAD
+ *         (the timer thread cannot start) or BLQ_ENOMEM (the timer cannot
+ *         grow).
+ * \threadsafety Any number of threads at once, mixed with every other
  * enqueue call.
  */
 BLQ_API ssize_t blq_enqueue_batch(blq *q, void *const *payloads, size_t n);
 
 /**
- * blq_try_enqueue_batch() - blq_enqueue_batch that never blocks: on a
- * full queue without a DLQ it stops at the first payload without room.
- * Return: how many payloads the queue took (the first ones; the caller
- * still owns the rest), or, when it took none, BLQ_EFULL, BLQ_ECLOSED or
- * BLQ_EINVAL (as blq_enqueue_batch). 0 when n is 0.
- * Thread-safety: any number of threads at once; also from workers.
+ * blq_enqueue_batch that never blocks: on a full queue without a DLQ it
+ * stops at the first payload without room.
+ * \param q the queue.
+ * \param payloads n payloads; the array itself is only read during the
+ *        call.
+ * \param n the number of payloads.
+ * \return how many payloads the queue took (the first ones; the caller
+ *         still owns the rest), or, when it took none, BLQ_EFULL,
+ *         BLQ_ECLOSED, BLQ_EINVAL, BLQ_ETHREAD or BLQ_ENOMEM (as
+ *         blq_enqueue_batch). 0 when n is 0.
  */
 BLQ_API ssize_t blq_try_enqueue_batch(blq *q, void *const *payloads, size_t n);
 
 /**
- * blq_enqueue_job() - blq_enqueue with per-job settings (delay, deadline,
- * timeout, QoS weight). A delayed item waits in the queue's timer (started
- * on the first delayed item) and counts in blq_size meanwhile.
- * Return: as blq_enqueue; BLQ_EINVAL when job is NULL or an interval is
- * above 1 year (or the deadline is not after the delay); BLQ_ETHREAD when
- * the timer thread cannot start. On any error the caller still owns
- * job->payload.
- * Thread-safety: any number of threads at once.
+ * blq_enqueue with per-job settings (delay, deadline, timeout, QoS weight,
+ * completion hook). A delayed item waits in the queue's timer (started on
+ * the first delayed item) and counts in blq_size meanwhile.
+ * \param q the queue.
+ * \param job the job; the struct is only read during the call. On 0 the
+ *        queue owns job->payload, and job->done is borrowed until it ran.
+ * \retval 0 the queue owns job->payload.
+ * \retval BLQ_ECLOSED as blq_enqueue.
+ * \retval BLQ_EINVAL \p q or \p job NULL, an interval above 1 year, a
+ *         deadline not after the delay, or job->done without fn.
+ * \retval BLQ_ETHREAD a delayed job: the timer thread cannot start.
+ * \retval BLQ_ENOMEM a delayed job: the timer cannot grow.
+ *
+ * On any error the caller still owns job->payload and job->done is never
+ * called.
+ * \threadsafety As blq_enqueue.
  */
 BLQ_API int blq_enqueue_job(blq *q, const blq_job *job);
 
 /**
- * blq_try_enqueue_job() - blq_enqueue_job that never blocks: a full
- * queue (or a full timer, for a delayed job) without a DLQ returns
- * BLQ_EFULL instead of waiting.
- * Return: as blq_enqueue_job, plus BLQ_EFULL. On any error the caller
- * still owns job->payload and job->done is never called.
- * Thread-safety: any number of threads at once; also from workers.
+ * blq_enqueue_job that never blocks: a full queue (or a full timer, for a
+ * delayed job) without a DLQ returns BLQ_EFULL instead of waiting.
+ * \param q the queue.
+ * \param job as for blq_enqueue_job.
+ * \return as blq_enqueue_job, plus BLQ_EFULL. On any error the caller
+ *         still owns job->payload and job->done is never called.
  */
 BLQ_API int blq_try_enqueue_job(blq *q, const blq_job *job);
 
-/* What blq_enqueue_wait_result reports about an item's end. */
+/** What blq_enqueue_wait_result reports about an item's end. */
 typedef struct blq_wait_result {
-	enum blq_outcome outcome;
-	/* The worker's return code on the last attempt that ran (0 for a
+	enum blq_outcome outcome; /**< where the item ended */
+	/** The worker's return code on the last attempt that ran (0 for a
 	 * success; what the worker returned on a failure or a timed-out
 	 * attempt); 0 when no attempt ran (expired, leaked on overflow,
 	 * dropped at a Soft or Hard close before it started). */
 	int worker_rc;
-	uint32_t attempts; /* attempts that ran: 0 when none did */
+	uint32_t attempts; /**< attempts that ran: 0 when none did */
 } blq_wait_result;
 
 /**
- * blq_enqueue_wait_result() - enqueue a job and block until it reaches its
- * outcome (seed 001's SubmitWait), learning why it ended.
- * @job: as for blq_enqueue_job; the enqueue may block while the queue is
- *       full (it follows blq_enqueue's rules).
- * @wait_ns: how long to wait for the outcome after the enqueue;
- *           UINT64_MAX = no limit.
- * @res: receives the outcome, the last attempt's return code and the
- *       number of attempts on 0; may be NULL.
- * Return: 0 with *res set (outcome PROCESSED: the worker owns the payload;
- * FAILED, TIMED_OUT, EXPIRED, LOST: freed with item_free; LEAKED: the DLQ
- * owns it). BLQ_ETIMEDOUT: the wait limit passed first; the queue owns the
- * payload and it still reaches an outcome later (counted in blq_stats);
- * *res is untouched. Enqueue errors (BLQ_ECLOSED, BLQ_EINVAL, ...) as
- * blq_enqueue_job: the caller still owns the payload. job->done, when
- * set, still runs once at the outcome (before this call returns, unless
- * the wait timed out). It stands on the same hook: an internal blq_done
- * wakes the caller. BLQ_EDEADLK from one of q's own workers (it could wait
- * for itself). BLQ_ENOMEM: no memory for the wait record (the one
- * allocation of this call).
- * Thread-safety: any number of threads at once.
+ * Enqueue a job and block until it reaches its outcome (seed 001's
+ * SubmitWait), learning why it ended. job->done, when set, still runs once
+ * at the outcome (before this call returns, unless the wait timed out): it
+ * stands on the same hook, an internal blq_done that wakes the caller.
+ * \param q the queue.
+ * \param job as for blq_enqueue_job; the enqueue may block while the queue
+ *        is full (it follows blq_enqueue's rules).
+ * \param wait_ns how long to wait for the outcome after the enqueue;
+ *        UINT64_MAX = no limit.
+ * \param[out] res receives the outcome, the last attempt's return code and
+ *        the number of attempts on 0; may be NULL.
+ * \retval 0 *res set. Outcome PROCESSED: the worker owns the payload;
+ *         FAILED, TIMED_OUT, EXPIRED, LOST: freed with item_free; LEAKED:
+ *         the DLQ owns it.
+ * \retval BLQ_ETIMEDOUT the wait limit passed first; the queue owns the
+ *         payload and it still reaches an outcome later (counted in
+ *         blq_stats); *res is untouched.
+ * \retval BLQ_EDEADLK called from one of q's own workers (it could wait for
+ *         itself); nothing was enqueued.
+ * \retval BLQ_ENOMEM no memory for the wait record (the one allocation of
+ *         this call); nothing was enqueued.
+ * \retval others the enqueue's errors (BLQ_ECLOSED, BLQ_EINVAL, ...), as
+ *         blq_enqueue_job: the caller still owns the payload.
+ * \threadsafety Any number of threads at once, but not q's own workers
+ * (BLQ_EDEADLK).
  */
 BLQ_API int blq_enqueue_wait_result(blq *q, const blq_job *job, uint64_t wait_ns,
 				    blq_wait_result *res);
 
 /**
- * blq_enqueue_wait() - blq_enqueue_wait_result reporting the outcome only.
- * @outcome: receives the outcome on 0; may be NULL.
- * Return: as blq_enqueue_wait_result.
- * Thread-safety: any number of threads at once.
+ * blq_enqueue_wait_result reporting the outcome only.
+ * \param q the queue.
+ * \param job as for blq_enqueue_job.
+ * \param wait_ns as for blq_enqueue_wait_result.
+ * \param[out] outcome receives the outcome on 0; may be NULL.
+ * \return as blq_enqueue_wait_result.
+ * \threadsafety As blq_enqueue_wait_result.
  */
 BLQ_API int blq_enqueue_wait(blq *q, const blq_job *job, uint64_t wait_ns,
 			     enum blq_outcome *outcome);
 
-/*
- * Cancelling one item (seed 000's Task.Stop): an enqueue through
- * blq_enqueue_job_handle gives the caller a handle on its item.
- * blq_cancel then ends the item with the outcome BLQ_OUTCOME_CANCELLED,
- * wherever it is:
- *   queued (a ring, a QoS sub-queue)  it does not run: the worker that
- *                                     reaches it ends it (a paused queue:
- *                                     at the resume)
- *   timer-held (delay, retry backoff) ended at once by the timer thread
- *   running                           its token is raised (blq_task_cancelled);
- *                                     a non-zero return ends it cancelled
- *                                     (no retry, no DLQ); 0: processed
- *   at a Soft or Hard close           cancelled, not leaked or lost
+/**
+ * A handle on one enqueued item, to cancel it (seed 000's Task.Stop).
+ * Opaque; made by blq_enqueue_job_handle, given back with
+ * blq_handle_release. blq_cancel ends the item with the outcome
+ * BLQ_OUTCOME_CANCELLED, wherever it is:
+ * - queued (a ring, a QoS sub-queue): it does not run: the worker that
+ *   reaches it ends it (on a paused queue: at the resume);
+ * - timer-held (a delay, a retry's backoff): ended at once by the timer
+ *   thread;
+ * - running: its token is raised (blq_task_cancelled); a non-zero return
+ *   ends it cancelled (no retry, no DLQ); 0: processed;
+ * - at a Soft or Hard close: cancelled, not leaked or lost.
+ *
  * A cancelled item is freed with item_free and counted `cancelled`, never
  * sent to the DLQ: the DLQ keeps what the queue could not do, for a
  * restorer to run later, and a cancelled item is one its owner no longer
@@ -476,93 +568,134 @@ BLQ_API int blq_enqueue_wait(blq *q, const blq_job *job, uint64_t wait_ns,
 typedef struct blq_handle blq_handle;
 
 /**
- * blq_enqueue_job_handle() - blq_enqueue_job, with a handle on the item.
- * @out: receives the handle on 0, NULL otherwise.
- * Return: as blq_enqueue_job (the caller keeps the payload on an error);
- * BLQ_ENOMEM when the handle cannot be made (nothing was enqueued);
- * BLQ_EINVAL for a NULL argument.
- * Ownership: the caller owns the handle and gives it back with
- * blq_handle_release, before or after the item ends (the item holds a
- * reference of its own until its outcome). Cost: one allocation; plain
+ * blq_enqueue_job, with a handle on the item. Cost: one allocation; plain
  * enqueues never allocate.
- * Thread-safety: as blq_enqueue_job.
+ * \param q the queue.
+ * \param job as for blq_enqueue_job.
+ * \param[out] out receives the handle on 0, NULL otherwise.
+ * \retval 0 enqueued; *out set.
+ * \retval BLQ_ENOMEM the handle cannot be made (nothing was enqueued).
+ * \retval BLQ_EINVAL a NULL argument, or as blq_enqueue_job.
+ * \retval others as blq_enqueue_job; the caller keeps the payload on any
+ *         error.
+ * \ownership The caller owns the handle and gives it back with
+ * blq_handle_release, before or after the item ends (the item holds a
+ * reference of its own until its outcome).
+ * \threadsafety As blq_enqueue_job.
  */
 BLQ_API int blq_enqueue_job_handle(blq *q, const blq_job *job, blq_handle **out);
 
 /**
- * blq_cancel() - cancel the handle's item (see above).
- * Return: 0 when the item had not reached its outcome: it will not start
- * again, and ends cancelled unless a running attempt returns 0
- * (processed) or it ends otherwise in the meantime (blq_handle_outcome
- * tells which); 0 again for a second cancel; BLQ_EFINISHED when the item
- * had already reached its outcome (nothing changes); BLQ_EINVAL for NULL.
- * Thread-safety: any thread, any number of times, until
- * blq_handle_release; not concurrently with blq_free of the item's queue
- * (after blq_free every item has its outcome: BLQ_EFINISHED).
+ * Cancel the handle's item (see blq_handle).
+ * \param h the handle.
+ * \retval 0 the item had not reached its outcome: it will not start
+ *         again, and ends cancelled unless a running attempt returns 0
+ *         (processed) or it ends otherwise in the meantime
+ *         (blq_handle_outcome tells which); 0 again for a second cancel.
+ * \retval BLQ_EFINISHED the item had already reached its outcome (nothing
+ *         changes).
+ * \retval BLQ_EINVAL \p h is NULL.
+ * \threadsafety Any thread, any number of times, until blq_handle_release;
+ * not concurrently with blq_free of the item's queue (after blq_free every
+ * item has its outcome: BLQ_EFINISHED).
  */
 BLQ_API int blq_cancel(blq_handle *h);
 
-/** blq_handle_outcome() - the item's outcome, or 0 while it has none.
- * Thread-safety: any thread. */
+/**
+ * The handle's item's outcome.
+ * \param h the handle.
+ * \return the outcome, or 0 while it has none (and for NULL).
+ * \threadsafety Any thread, until blq_handle_release.
+ */
 BLQ_API enum blq_outcome blq_handle_outcome(const blq_handle *h);
 
-/** blq_handle_release() - give the caller's handle back; NULL is a no-op.
- * The handle must not be used after. */
+/**
+ * Give the caller's handle back (the record is freed once the item's own
+ * reference went too, at its outcome).
+ * \param h the handle; NULL is a no-op. It must not be used after.
+ * \threadsafety Once per handle, after every other call on it returned.
+ */
 BLQ_API void blq_handle_release(blq_handle *h);
 
-/** blq_size() - items waiting (not counting those being processed), those
- * in the timer (delays, retry backoff) included. 0 for NULL. */
+/**
+ * Items waiting (not counting those being processed), those in the timer
+ * (delays, retry backoff) included.
+ * \param q the queue.
+ * \return the count, a snapshot; 0 for NULL.
+ */
 BLQ_API size_t blq_size(const blq *q);
 
-/** blq_capacity() - the configured capacity. 0 for NULL. */
+/**
+ * The configured capacity (with QoS: the sum of the sub-queues' and the
+ * egress's).
+ * \param q the queue.
+ * \return the capacity in items; 0 for NULL.
+ */
 BLQ_API size_t blq_capacity(const blq *q);
 
-/** blq_rate() - fill rate in [0, 1]: items ready to run (in the queue,
- * not in the timer) over capacity; what the balancer acts on. 0 for NULL. */
+/**
+ * Fill rate: items ready to run (in the queue, not in the timer) over
+ * capacity; what the balancer acts on.
+ * \param q the queue.
+ * \return the rate in [0, 1]; 0 for NULL.
+ */
 BLQ_API double blq_rate(const blq *q);
 
-/** blq_name() - the queue's name; valid until blq_free. */
+/**
+ * The queue's name.
+ * \param q the queue.
+ * \return the queue's copy of its name, valid until blq_free (not to be
+ *         freed); "" for NULL.
+ */
 BLQ_API const char *blq_name(const blq *q);
 
 /**
- * blq_stats() - read the counters and gauges.
- * Return: 0, or BLQ_EINVAL when an argument is NULL.
- * While the queue runs the counters are read one by one, so the sum may be
- * momentarily off by the items in flight; after close they are exact.
- * Thread-safety: any thread, any time before blq_free.
+ * Read the counters and gauges. While the queue runs the counters are read
+ * one by one, so the sum may be momentarily off by the items in flight;
+ * after close they are exact (once workers_stuck is 0).
+ * \param q the queue.
+ * \param[out] out receives the counters.
+ * \retval 0 \p out filled.
+ * \retval BLQ_EINVAL \p q or \p out NULL.
  */
 BLQ_API int blq_stats(const blq *q, struct blq_stats *out);
 
 /**
- * blq_status_json() - the queue's state as one JSON object (name, status:
- * "active", "closing", "soft-closing", "force-closing" or "closed",
- * capacity, size, rate, workers, counters, and with QoS each sub-queue's
- * and the egress's size), like the original's String().
- * @buf, @len: the caller's buffer; always NUL-terminated when len > 0.
- * Return: the length the full text needs (excluding the NUL), as snprintf;
- * a value >= len means it was cut. Negative BLQ_EINVAL for NULL q.
- * Thread-safety: any thread.
+ * The queue's state as one JSON object (name, status: "active",
+ * "closing", "soft-closing", "force-closing" or "closed", capacity, size,
+ * rate, workers, counters, and with QoS each sub-queue's and the egress's
+ * size), like the original's String().
+ * \param q the queue.
+ * \param[out] buf the caller's buffer; NULL only with \p len 0 (to learn
+ *        the length needed). Always NUL-terminated when \p len > 0.
+ * \param len the size of \p buf in bytes.
+ * \return the length the full text needs (excluding the NUL), as snprintf;
+ *         a value >= len means it was cut. BLQ_EINVAL for NULL \p q, or
+ *         \p buf NULL with \p len > 0.
  */
 BLQ_API int blq_status_json(const blq *q, char *buf, size_t len);
 
-/*
- * Closing: the four modes of seed 000. A close only gets stronger: a Soft
- * close during a Light one drops what is still queued; a Hard one cancels
- * what runs. Every mode refuses new items at once (enqueue returns
- * BLQ_ECLOSED; blocked producers wake with it) and ends a pause.
+/**
+ * \name Closing
+ * The four modes of seed 000. A close only gets stronger: a Soft close
+ * during a Light one drops what is still queued; a Hard one cancels what
+ * runs. Every mode refuses new items at once (enqueue returns BLQ_ECLOSED;
+ * blocked producers wake with it) and ends a pause.
  *
- *  mode (call)                  queued items      timer-held (delays,  running items           returns
- *                                                 retry backoff)
- *  Light   blq_close            run              wait, then run       finish                  0
- *  Light+t blq_close_timeout    run until t, then as Hard                                     0, or BLQ_ETIMEDOUT at t
- *  Soft    blq_close_soft       to the DLQ (leaked_closed) or,       finish, token not       0
- *                               without one, freed and counted lost  raised; a failure is
- *                                                                    not retried: abandoned
- *                                                                    like the queued items
- *  Soft+t  blq_close_soft_timeout  as Soft until t, then as Hard                              0, or BLQ_ETIMEDOUT at t
- *  Hard    blq_force_close      as Soft          as Soft              token raised            0
- *                                                                    (blq_task_cancelled);
- *                                                                    the return value decides
+ * \verbatim
+ mode (call)                  queued items      timer-held (delays,  running items           returns
+                                                retry backoff)
+ Light   blq_close            run              wait, then run       finish                  0
+ Light+t blq_close_timeout    run until t, then as Hard                                     0, or BLQ_ETIMEDOUT at t
+ Soft    blq_close_soft       to the DLQ (leaked_closed) or,       finish, token not       0
+                              without one, freed and counted lost  raised; a failure is
+                                                                   not retried: abandoned
+                                                                   like the queued items
+ Soft+t  blq_close_soft_timeout  as Soft until t, then as Hard                              0, or BLQ_ETIMEDOUT at t
+ Hard    blq_force_close      as Soft          as Soft              token raised            0
+                                                                   (blq_task_cancelled);
+                                                                   the return value decides
+   \endverbatim
  *
  * Every mode returns once the workers have exited and the leftovers are
  * swept: counters are final then (in == processed + failed + leaked +
@@ -576,166 +709,235 @@ BLQ_API int blq_status_json(const blq *q, char *buf, size_t len);
  * (Hard rules: the return value decides; a failure is abandoned), and
  * only then counts. Wait for workers_stuck == 0 before reading final
  * counters. blq_free waits for them: nothing is freed under a running
- * callback. From one of the queue's own workers, any of them starts the
- * close and returns 0 without waiting (blq_free or a later close
- * finishes). All are idempotent and any thread may call them, concurrently
- * too: every caller returns when the queue is closed. BLQ_EINVAL for NULL.
+ * callback.
+ *
+ * Thread-safety: all are idempotent and any thread may call them,
+ * concurrently too: every caller returns when the queue is closed. From
+ * one of the queue's own workers, any of them starts the close and returns
+ * 0 without waiting (blq_free or a later close finishes). None frees the
+ * queue: blq_free does.
  */
+///@{
 
 /**
- * blq_close() - Light close: stop accepting, let the workers drain every
- * item (queued and timer-held), join them. See the table above.
- * Return: 0, or BLQ_EINVAL for NULL.
+ * Light close: stop accepting, let the workers drain every item (queued
+ * and timer-held), join them. See the table above.
+ * \param q the queue.
+ * \retval 0 closed (or, from one of q's own workers, closing).
+ * \retval BLQ_EINVAL \p q is NULL.
  */
 BLQ_API int blq_close(blq *q);
 
 /**
- * blq_close_timeout() - Light close that turns into blq_force_close when
- * the drain takes longer than timeout_ns; returns within a few
- * milliseconds of timeout_ns even when a callback ignores its token (it
- * is left running: workers_stuck, see the table above).
- * Return: 0 when drained in time, BLQ_ETIMEDOUT when it had to force (the
- * queue is closed either way), BLQ_EINVAL for NULL.
+ * Light close that turns into blq_force_close when the drain takes longer
+ * than \p timeout_ns; returns within a few milliseconds of \p timeout_ns
+ * even when a callback ignores its token (it is left running:
+ * workers_stuck, see above).
+ * \param q the queue.
+ * \param timeout_ns the drain's limit, from the call; UINT64_MAX: none.
+ * \retval 0 drained in time.
+ * \retval BLQ_ETIMEDOUT it had to force (the queue is closed either way).
+ * \retval BLQ_EINVAL \p q is NULL.
  */
 BLQ_API int blq_close_timeout(blq *q, uint64_t timeout_ns);
 
 /**
- * blq_close_soft() - Soft close: stop accepting, let the running items
- * finish without raising their cancellation, and hand every item still
- * queued or held by the timer to the DLQ (counted leaked_closed) or,
- * without a DLQ, free it and count it lost. A running item that fails is
- * not retried: it ends like the queued ones. See the table above.
- * Return: 0, or BLQ_EINVAL for NULL.
+ * Soft close: stop accepting, let the running items finish without raising
+ * their cancellation, and hand every item still queued or held by the
+ * timer to the DLQ (counted leaked_closed) or, without a DLQ, free it and
+ * count it lost. A running item that fails is not retried: it ends like
+ * the queued ones. See the table above.
+ * \param q the queue.
+ * \retval 0 closed (or, from one of q's own workers, closing).
+ * \retval BLQ_EINVAL \p q is NULL.
  */
 BLQ_API int blq_close_soft(blq *q);
 
 /**
- * blq_close_soft_timeout() - blq_close_soft that turns into blq_force_close
- * when the running items take longer than timeout_ns to finish; the limit
- * holds as blq_close_timeout's does.
- * Return: 0 when they finished in time, BLQ_ETIMEDOUT when it had to force
- * (the queue is closed either way), BLQ_EINVAL for NULL.
+ * blq_close_soft that turns into blq_force_close when the running items
+ * take longer than \p timeout_ns to finish; the limit holds as
+ * blq_close_timeout's does.
+ * \param q the queue.
+ * \param timeout_ns the limit, from the call; UINT64_MAX: none.
+ * \retval 0 they finished in time.
+ * \retval BLQ_ETIMEDOUT it had to force (the queue is closed either way).
+ * \retval BLQ_EINVAL \p q is NULL.
  */
 BLQ_API int blq_close_soft_timeout(blq *q, uint64_t timeout_ns);
 
 /**
- * blq_force_close() - Hard close: as blq_close_soft, and every running
- * item's cancellation flag is raised (see blq_task_cancelled).
- * Return: 0, or BLQ_EINVAL for NULL.
+ * Hard close: as blq_close_soft, and every running item's cancellation
+ * flag is raised (see blq_task_cancelled).
+ * \param q the queue.
+ * \retval 0 closed (or, from one of q's own workers, closing).
+ * \retval BLQ_EINVAL \p q is NULL.
  */
 BLQ_API int blq_force_close(blq *q);
 
+///@}
+
 /**
- * blq_free() - close gracefully if still open, join every thread, free the
- * queue. NULL is a no-op. Call it only once every other call on @q (from
- * any thread) has returned: a producer refused by the close may still be
- * inside blq_enqueue when blq_close returns. It blocks until every
- * callback returned, those a close past its limit or the watchdog left
- * running too (workers_stuck): their items still reach their outcome, so
- * the DLQ and the metrics writer must outlive this call.
- * Return: 0; BLQ_EDEADLK when called from one of q's own workers (nothing
- * is freed then).
+ * Close gracefully if still open, join every thread, free the queue. It
+ * blocks until every callback returned, those a close past its limit or
+ * the watchdog left running too (workers_stuck): their items still reach
+ * their outcome, so the DLQ and the metrics writer must outlive this call.
+ * \param q the queue; NULL is a no-op (returns 0).
+ * \retval 0 freed.
+ * \retval BLQ_EDEADLK called from one of q's own workers; nothing was done
+ *         (not even a close).
+ * \threadsafety Not concurrently with anything on \p q: call it only once
+ * every other call on \p q (from any thread) has returned (a producer
+ * refused by the close may still be inside blq_enqueue when blq_close
+ * returns), and only once; never from q's own workers.
  */
 BLQ_API int blq_free(blq *q);
 
 /**
- * blq_pause() - workers stop taking items (those running finish); enqueues
- * keep their normal rules (so a paused queue fills, then blocks or leaks).
- * No item starts while paused: a worker that was in the act of taking an
- * item as the pause began holds it (it leaves blq_size, stays in flight)
- * and runs it after the resume. Idempotent. A close ends the pause (the drain
- * needs the workers).
- * Return: 0, BLQ_EINVAL for NULL, BLQ_ECLOSED when closing or closed.
- * Thread-safety: any thread.
+ * Workers stop taking items (those running finish); enqueues keep their
+ * normal rules (so a paused queue fills, then blocks or leaks). No item
+ * starts while paused: a worker that was in the act of taking an item as
+ * the pause began holds it (it leaves blq_size, stays in flight) and runs
+ * it after the resume. Idempotent. A close ends the pause (the drain needs
+ * the workers).
+ * \param q the queue.
+ * \retval 0 paused.
+ * \retval BLQ_EINVAL \p q is NULL.
+ * \retval BLQ_ECLOSED the queue is closing or closed.
  */
 BLQ_API int blq_pause(blq *q);
 
 /**
- * blq_resume() - workers take items again. Idempotent.
- * Return: 0, or BLQ_EINVAL for NULL.
+ * Workers take items again. Idempotent.
+ * \param q the queue.
+ * \retval 0 resumed (also on a queue that was not paused, or is closed).
+ * \retval BLQ_EINVAL \p q is NULL.
  */
 BLQ_API int blq_resume(blq *q);
 
 /**
- * blq_wait_idle() - block until the queue is empty and no worker runs an
- * item, without closing it. Sleeps (no polling).
- * @timeout_ns: UINT64_MAX waits without limit.
- * Return: 0 when idle, BLQ_ETIMEDOUT, BLQ_EDEADLK from one of q's own
- * workers (it would wait for itself), BLQ_EINVAL for NULL.
- * Thread-safety: any thread; any number of waiters.
+ * Block until the queue is empty and no worker runs an item, without
+ * closing it. Sleeps (no polling).
+ * \param q the queue.
+ * \param timeout_ns how long to wait, from the call; UINT64_MAX waits
+ *        without limit.
+ * \retval 0 idle.
+ * \retval BLQ_ETIMEDOUT the limit passed first.
+ * \retval BLQ_EDEADLK called from one of q's own workers (it would wait for
+ *         itself).
+ * \retval BLQ_EINVAL \p q is NULL.
+ * \threadsafety Any thread but q's own workers; any number of waiters.
  */
 BLQ_API int blq_wait_idle(blq *q, uint64_t timeout_ns);
 
 /**
- * blq_as_enqueuer() - the queue as a blq_enqueuer, so it can be another
- * queue's DLQ. Its enqueue is blq_enqueue: the target's own rules apply
- * (a leaky target never blocks; a full non-leaky target makes the caller
- * wait; a closed target refuses, and the source counts the item lost).
- * The target must outlive every queue that uses it.
+ * The queue as a blq_enqueuer, so it can be another queue's DLQ or a
+ * transit worker's target. Its enqueue is blq_enqueue: the target's own
+ * rules apply (a leaky target never blocks; a full non-leaky target makes
+ * the caller wait; a closed target refuses, and the source counts the item
+ * lost). It has no sync (blq_dlq_sync of a queue leaking into it says
+ * BLQ_ENOTSUP).
+ * \param q the target queue, borrowed: it must outlive every queue that
+ *        uses the enqueuer.
+ * \return the enqueuer, a value holding \p q: nothing to free.
  */
 BLQ_API blq_enqueuer blq_as_enqueuer(blq *q);
 
 /**
- * blq_dlq_sync() - make every item this queue has handed to its DLQ so far
- * durable, when the DLQ can (its blq_enqueuer.sync; a dump's writes its
- * buffered batch and waits for it).
- * Return: 0 when they are durable; BLQ_ENOTSUP when the queue has no DLQ
- * or its DLQ has no sync (it keeps items in memory, as a queue does);
- * BLQ_EINVAL for NULL; otherwise the DLQ's error (the items stay in the
- * DLQ, a later call tries again).
- * Thread-safety: any thread but the queue's own workers (it may block on
- * the DLQ's I/O).
+ * Make every item this queue has handed to its DLQ so far durable, when
+ * the DLQ can (its blq_enqueuer.sync; a dump's writes its buffered batch
+ * and waits for it).
+ * \param q the queue.
+ * \retval 0 they are durable.
+ * \retval BLQ_ENOTSUP the queue has no DLQ, or its DLQ has no sync (it
+ *         keeps items in memory, as a queue does).
+ * \retval BLQ_EINVAL \p q is NULL.
+ * \retval others the DLQ's error (the items stay in the DLQ, a later call
+ *         tries again).
+ * \threadsafety Any thread; not from the queue's own workers (nothing stops
+ * it, but it may block the worker on the DLQ's I/O).
  */
 BLQ_API int blq_dlq_sync(blq *q);
 
-/** blq_task_attempt() - 1 for the first attempt, 2 for the first retry... */
+/**
+ * This attempt's number.
+ * \param t the worker's task.
+ * \return 1 for the first attempt, 2 for the first retry, ...; 0 for NULL.
+ * \threadsafety Any thread, while the worker call that received \p t runs
+ * (the same holds for every blq_task_ function).
+ */
 BLQ_API unsigned blq_task_attempt(const blq_task *t);
 
-/** blq_task_enqueued_ns() - enqueue time on the queue's clock, or 0 when
- * the queue does not stamp items (see stamp_enqueue_time). */
+/**
+ * The item's enqueue time.
+ * \param t the worker's task.
+ * \return the time on the queue's clock, or 0 when the queue does not
+ *         stamp items (it does with stamp_enqueue_time, a metrics writer
+ *         or a deadline_interval_ns); 0 for NULL.
+ */
 BLQ_API uint64_t blq_task_enqueued_ns(const blq_task *t);
 
-/** blq_task_worker() - index of the worker running the task (0-based). */
+/**
+ * The index of the worker running the task, 0-based: below twice the
+ * pool's ceiling (replacements for workers given up at their time limit
+ * take spare slots).
+ * \param t the worker's task.
+ * \return the index; 0 for NULL.
+ */
 BLQ_API unsigned blq_task_worker(const blq_task *t);
 
 /**
- * blq_task_cancelled() - true once the item should stop early: it ran past
- * its timeout (the queue's clock is read only when the item has one), or a
- * force close cancelled it. Long workers should poll it and return. Short
- * items (no timeout) pay one load.
- * Ownership: once it returned true because of the timeout, the attempt has
+ * Whether the item should stop early: it ran past its timeout (the
+ * queue's clock is read only when the item has one), a force close
+ * cancelled it, or blq_cancel did. Long workers should poll it and return.
+ * Short items (no timeout) pay one load.
+ * \param t the worker's task.
+ * \return true once the item should stop; false for NULL.
+ * \ownership Once it returned true because of the timeout, the attempt has
  * failed and the payload stays with the queue even if the worker returns 0
  * (see timeout_ns); after a force-close cancel the return value decides.
- * Thread-safety: any thread, while the worker call runs.
  */
 BLQ_API bool blq_task_cancelled(const blq_task *t);
 
-/** blq_task_timed_out() - true once the item ran past its timeout; the
- * same ownership rule as blq_task_cancelled. False after a successful
- * blq_task_claim. */
+/**
+ * Whether the item ran past its timeout; the same ownership rule as
+ * blq_task_cancelled.
+ * \param t the worker's task.
+ * \return true once the item ran past its timeout; false without a
+ *         timeout, after a successful blq_task_claim, and for NULL.
+ */
 BLQ_API bool blq_task_timed_out(const blq_task *t);
 
 /**
- * blq_task_claim() - keep the attempt before consuming the payload (free,
- * keep, forward) when it has a time limit: past the limit the watchdog
- * gives the attempt up and the queue takes the payload back (timeout_ns);
- * this call decides which side has it.
- * Return: true when the attempt is the worker's: from then on the return
- * value decides, as without a limit (0: processed, the worker owns the
- * payload, even past the limit; non-zero: failed, the queue keeps it);
- * false once the attempt was given up or the worker was told it timed
- * out: the payload is the queue's, the worker must not touch it and
- * should return. Always true for an attempt without a limit (and for a
- * NULL task: a worker called outside a queue). Idempotent.
- * Thread-safety: any thread, while the worker call runs.
+ * Keep the attempt before consuming the payload (free, keep, forward) when
+ * it has a time limit: past the limit the watchdog gives the attempt up
+ * and the queue takes the payload back (timeout_ns); this call decides
+ * which side has it. Idempotent.
+ * \param t the worker's task.
+ * \return true when the attempt is the worker's: from then on the return
+ *         value decides, as without a limit (0: processed, the worker owns
+ *         the payload, even past the limit; non-zero: failed, the queue
+ *         keeps it); false once the attempt was given up or the worker was
+ *         told it timed out: the payload is the queue's, the worker must
+ *         not touch it and should return. Always true for an attempt
+ *         without a limit (and for a NULL task: a worker called outside a
+ *         queue).
  */
 BLQ_API bool blq_task_claim(blq_task *t);
 
-/** blq_task_timeout_at_ns() - the attempt's time limit on the queue's
- * clock, or 0 when it has none. */
+/**
+ * The attempt's time limit.
+ * \param t the worker's task.
+ * \return the limit on the queue's clock, or 0 when it has none (and for
+ *         NULL).
+ */
 BLQ_API uint64_t blq_task_timeout_at_ns(const blq_task *t);
 
-/** blq_task_queue() - the queue running the task. */
+/**
+ * The queue running the task.
+ * \param t the worker's task.
+ * \return the queue, borrowed (not to be freed from the worker); NULL for
+ *         NULL.
+ */
 BLQ_API blq *blq_task_queue(const blq_task *t);
 
 #ifdef __cplusplus

@@ -1,4 +1,5 @@
-/*
+/**
+ * \file
  * Schedules: time ranges that override a balanced queue's worker bounds and
  * factors, e.g. more workers by day than by night.
  *
@@ -10,6 +11,13 @@
  *   - relative: offsets from the moment the queue starts, like "30s-1m" or
  *     "1m30s-2m" (units h, m, s, ms), as the demo daemon's workers_schedule.
  * Ranges may not overlap. Outside every range the queue's config applies.
+ *
+ * Thread-safety: a schedule is built by one thread: blq_schedule_add and
+ * blq_schedule_add_relative must not run at the same time as any other
+ * call on the same schedule. Once built, the read-only functions
+ * (blq_schedule_lookup, _is_relative, _workers_max, _size) may be called
+ * from any thread at once. blq_new copies the schedule, so a queue never
+ * reads the caller's after blq_new returns. blq_parse_duration: any thread.
  */
 #ifndef BLQ_SCHEDULE_H
 #define BLQ_SCHEDULE_H
@@ -24,73 +32,116 @@
 extern "C" {
 #endif
 
+/** A schedule: an ordered list of ranges (opaque). Made by
+ * blq_schedule_new, freed with blq_schedule_free. */
 typedef struct blq_schedule blq_schedule;
 
-/* What a range sets. Zero factors fall back to the queue's config. */
+/** What a range sets. Zero factors fall back to the queue's config. */
 typedef struct blq_schedule_params {
-	unsigned workers_min;
-	unsigned workers_max; /* 1..1024, >= workers_min */
-	double wakeup_factor; /* 0 = config's; else (0, 1] */
-	double sleep_factor;  /* 0 = config's; else [0, wakeup] */
+	unsigned workers_min; /**< 0..workers_max */
+	unsigned workers_max; /**< 1..1024, >= workers_min */
+	double wakeup_factor; /**< 0 = config's; else (0, 1] */
+	double sleep_factor;  /**< 0 = config's; else [0, wakeup] */
 } blq_schedule_params;
 
 /**
- * blq_schedule_new() - an empty schedule.
- * Return: the schedule, or NULL when out of memory. Free with
- * blq_schedule_free. A queue copies the schedule at creation, so the
- * caller may free it right after blq_new.
+ * An empty schedule.
+ * \return the schedule, or NULL when out of memory. The caller owns it:
+ *         free it with blq_schedule_free. A queue copies the schedule at
+ *         creation, so the caller may free it right after blq_new.
  */
 BLQ_API blq_schedule *blq_schedule_new(void);
 
-/** blq_schedule_free() - frees the schedule; NULL is a no-op. */
+/**
+ * Free a schedule and its ranges.
+ * \param s the schedule; NULL is a no-op. Queues made from it keep their
+ *        own copy.
+ * \threadsafety Not concurrently with any other call on \p s.
+ */
 BLQ_API void blq_schedule_free(blq_schedule *s);
 
 /**
- * blq_schedule_add() - add a time-of-day range.
- * @range: "HH:MM[:SS[.mmm]]-HH:MM[:SS[.mmm]]", either side may be "*".
- * @p:     the bounds and factors in force during the range.
- * @err:   optional; receives a message naming the problem: bad format,
- *         hour/minute/second/millisecond out of range, an empty range,
- *         workers_max 0, min > max, a bad factor, an overlap with an
- *         earlier range, or mixing with relative ranges.
- * Return: 0, BLQ_EINVAL (nothing added) or BLQ_ENOMEM.
- * Thread-safety: not thread-safe; build the schedule before blq_new.
+ * Add a time-of-day range.
+ * \param s the schedule.
+ * \param range `HH:MM[:SS[.mmm]]-HH:MM[:SS[.mmm]]`, either side may be
+ *        "*"; copied.
+ * \param p the bounds and factors in force during the range; copied.
+ * \param[out] err optional; on failure receives a message naming the
+ *        problem: bad format, hour/minute/second/millisecond out of range,
+ *        an empty range, workers_max 0, min > max, a bad factor, an overlap
+ *        with an earlier range, or mixing with relative ranges. Cleared (0
+ *        and "") on success.
+ * \retval 0 added.
+ * \retval BLQ_EINVAL \p s, \p range or \p p NULL, or one of the problems
+ *         above; also when the range list cannot grow (out of memory: the
+ *         message says so). Nothing was added.
+ * \threadsafety Not thread-safe: build the schedule before blq_new, on one
+ * thread.
  */
 BLQ_API int blq_schedule_add(blq_schedule *s, const char *range, const blq_schedule_params *p,
 			     blq_error *err);
 
 /**
- * blq_schedule_add_relative() - add a range of offsets from the queue's
- * start, such as "30s-1m" or "1m30s-2m" (h, m, s, ms units, combined in
- * decreasing order). The end must come after the start.
- * Return and errors: as blq_schedule_add.
+ * Add a range of offsets from the queue's start, such as "30s-1m" or
+ * "1m30s-2m" (h, m, s, ms units, combined in decreasing order); the end
+ * must come after the start.
+ * \param s the schedule.
+ * \param range `START-END`, each side as blq_parse_duration reads it;
+ *        copied.
+ * \param p the bounds and factors in force during the range; copied.
+ * \param[out] err optional; as for blq_schedule_add.
+ * \return as blq_schedule_add.
+ * \threadsafety Not thread-safe, as blq_schedule_add.
  */
 BLQ_API int blq_schedule_add_relative(blq_schedule *s, const char *range,
 				      const blq_schedule_params *p, blq_error *err);
 
 /**
- * blq_schedule_lookup() - the range in force at time t.
- * @t_ms: for a time-of-day schedule, milliseconds since local midnight
- *        (0..86399999); for a relative one, milliseconds since the start.
- * @out:  receives the range's params when one matches.
- * Return: the index of the matching range (in order of addition), or -1.
- * Thread-safety: safe from any thread once the schedule is built.
+ * The range in force at time \p t_ms.
+ * \param s the schedule; NULL matches nothing.
+ * \param t_ms for a time-of-day schedule, milliseconds since local
+ *        midnight (0..86399999); for a relative one, milliseconds since the
+ *        start.
+ * \param[out] out receives the range's params when one matches; may be
+ *        NULL.
+ * \return the index of the matching range (in order of addition), or -1.
  */
 BLQ_API int blq_schedule_lookup(const blq_schedule *s, uint64_t t_ms, blq_schedule_params *out);
 
-/** blq_schedule_is_relative() - true for a schedule of relative ranges. */
+/**
+ * Whether the schedule holds relative ranges.
+ * \param s the schedule.
+ * \return true for a schedule of relative ranges; false for a time-of-day
+ *         one, an empty one or NULL.
+ */
 BLQ_API bool blq_schedule_is_relative(const blq_schedule *s);
 
-/** blq_schedule_workers_max() - the largest workers_max over all ranges. */
+/**
+ * The largest workers_max over all ranges (what a queue sizes its worker
+ * slots for).
+ * \param s the schedule.
+ * \return the maximum; 0 for an empty schedule or NULL.
+ */
 BLQ_API unsigned blq_schedule_workers_max(const blq_schedule *s);
 
-/** blq_schedule_size() - the number of ranges. */
+/**
+ * The number of ranges.
+ * \param s the schedule.
+ * \return the count; 0 for NULL.
+ */
 BLQ_API unsigned blq_schedule_size(const blq_schedule *s);
 
 /**
- * blq_parse_duration() - parses "1h2m3s4ms" style durations ("30s", "1m30s",
- * "500ms"; at least one unit; units in decreasing order, each at most once).
- * Return: 0 with *ns set, or BLQ_EINVAL with a message in @err.
+ * Parse a `1h2m3s4ms` style duration ("30s", "1m30s", "500ms": at least one
+ * unit; units in decreasing order, each at most once; at most 12 digits
+ * per number). The sum is not checked for overflow.
+ * \param text the duration; read only.
+ * \param[out] ns receives the duration in nanoseconds on success.
+ * \param[out] err optional; on failure receives a message naming the
+ *        problem (left untouched on success).
+ * \retval 0 parsed; *ns set.
+ * \retval BLQ_EINVAL \p text or \p ns NULL, an empty text, a number
+ *         without a unit, an unknown unit or units out of order.
  */
 BLQ_API int blq_parse_duration(const char *text, uint64_t *ns, blq_error *err);
 
