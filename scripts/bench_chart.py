@@ -112,9 +112,11 @@ def fmt(v):
 
 
 def nice_ceiling(v):
-    """The smallest 1, 2 or 5 times a power of ten that is >= v."""
+    """The smallest round step (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 times a
+    power of ten) that is >= v: finer than 1-2-5, so the tallest bar does
+    not end halfway up the chart."""
     p = 10 ** math.floor(math.log10(v))
-    for m in (1, 2, 5, 10):
+    for m in (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
         if m * p >= v:
             return m * p
     return 10 * p
