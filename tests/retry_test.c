@@ -778,6 +778,70 @@ Test(retry, a_full_timer_blocks_refuses_or_leaks)
 	}
 }
 
+/* A blocking delayed enqueue of item 3 on a thread of its own: by
+ * blq_enqueue (0), blq_enqueue_job (1) or blq_enqueue_batch (2). */
+typedef struct delayed_producer {
+	blq *q;
+	int how;
+	long rc;
+	_Atomic int returned;
+} delayed_producer;
+
+static void *delayed_enqueue(void *arg)
+{
+	delayed_producer *p = arg;
+	tu_item *x = tu_item_new(3);
+	void *one[1] = {x};
+	blq_job j = {.payload = x, .delay_ns = 5 * SEC};
+
+	if (p->how == 0)
+		p->rc = blq_enqueue(p->q, x);
+	else if (p->how == 1)
+		p->rc = blq_enqueue_job(p->q, &j);
+	else
+		p->rc = blq_enqueue_batch(p->q, one, 1) == 1 ? 0 : -1;
+	if (p->rc != 0)
+		tu_item_free(x);
+	atomic_store(&p->returned, 1);
+	return NULL;
+}
+
+Test(retry, a_full_timer_never_blocks_a_producer_of_a_leaky_queue)
+{
+	for (int how = 0; how <= 2; how++) {
+		setup();
+		blq_discard d;
+		blq_discard_init(&d, tu_item_free);
+		blq_config c = cfg(8, 1);
+		c.delay_interval_ns = 5 * SEC;
+		c.timer_capacity = 2;
+		c.dlq = blq_discard_enqueuer(&d);
+		blq *q = must_new(&c);
+
+		cr_assert_eq(blq_try_enqueue(q, tu_item_new(1)), 0);
+		cr_assert_eq(blq_try_enqueue(q, tu_item_new(2)), 0);
+		delayed_producer p = {.q = q, .how = how};
+		pthread_t t;
+		pthread_create(&t, NULL, delayed_enqueue, &p);
+		/* It leaks at once; the timer's items are 5 s (fake) from due,
+		 * so a producer waiting for room would still be waiting. */
+		bool returned = TU_WAIT_FOR(atomic_load(&p.returned), 2000);
+		cr_expect(returned, "how %d: the blocking call waited for the timer's room", how);
+		if (!returned)
+			advance(q, 5 * SEC); /* let it go, to end the test cleanly */
+		pthread_join(t, NULL);
+		cr_expect_eq(p.rc, 0, "how %d", how);
+		struct blq_stats s = stats(q);
+		cr_expect_eq(s.leaked_rear, 1, "how %d: the new item leaks (rear)", how);
+		cr_expect_eq(blq_discard_count(&d), 1, "how %d", how);
+		advance(q, 5 * SEC);
+		advance(q, 5 * SEC);
+		cr_assert(TU_WAIT_FOR(stats(q).processed + stats(q).leaked_rear == 3, 2000));
+		close_balanced(q);
+		cr_expect_eq(atomic_load(&tu_freed), 3, "how %d", how);
+	}
+}
+
 Test(retry, a_retry_finding_the_timer_full_skips_its_backoff)
 {
 	R.fail_ids = 3;
