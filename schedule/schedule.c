@@ -7,6 +7,7 @@
  * so lookup is a linear scan.
  */
 #include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -269,10 +270,13 @@ static int add(blq_schedule *s, const char *range, const blq_schedule_params *p,
 	}
 	if (s->n == s->cap) {
 		unsigned cap = s->cap ? s->cap * 2 : 4;
-		blq__range *nr = realloc(s->ranges, cap * sizeof(*nr));
+		/* Past 2^31 ranges (~200 GB) cap * 2 would wrap: out of
+		 * memory as well. */
+		blq__range *nr = s->cap > UINT_MAX / 2 ? NULL : realloc(s->ranges, cap * sizeof(*nr));
 
 		if (nr == NULL)
-			return blq__error_set(err, BLQ_EINVAL, "schedule: out of memory");
+			return blq__error_set(err, BLQ_ENOMEM, "schedule: range \"%.64s\": out of memory",
+					      range);
 		s->ranges = nr;
 		s->cap = cap;
 	}

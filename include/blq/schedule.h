@@ -73,8 +73,8 @@ BLQ_API void blq_schedule_free(blq_schedule *s);
  *        and "") on success.
  * \retval 0 added.
  * \retval BLQ_EINVAL \p s, \p range or \p p NULL, or one of the problems
- *         above; also when the range list cannot grow (out of memory: the
- *         message says so). Nothing was added.
+ *         above. Nothing was added.
+ * \retval BLQ_ENOMEM the range list cannot grow. Nothing was added.
  * \threadsafety Not thread-safe: build the schedule before blq_new, on one
  * thread.
  */
