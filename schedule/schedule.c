@@ -168,7 +168,11 @@ int blq_parse_duration(const char *text, uint64_t *ns, blq_error *err)
 					   text);
 		last_rank = rank[u];
 		p += strlen(units[u].unit);
-		total += v * units[u].ns;
+		uint64_t part;
+		if (__builtin_mul_overflow((uint64_t)v, units[u].ns, &part) ||
+		    __builtin_add_overflow(total, part, &total))
+			return blq__error_set(err, BLQ_EINVAL, "duration \"%.64s\": overflow (at most 5124095h34m33s709ms)",
+					      text);
 	}
 	*ns = total;
 	return 0;
