@@ -49,6 +49,8 @@ static void stderr_log(void *ctx, int level, const char *fmt, va_list ap)
 
 blq_logger blq_stderr_logger(int level)
 {
+	if (level == 0) /* as blq_logger.level's 0 */
+		level = BLQ_LOG_INFO;
 	return (blq_logger){.log = stderr_log, .ctx = (void *)(intptr_t)level, .level = level};
 }
 

@@ -49,8 +49,8 @@ typedef struct blq_logger {
  * written with a single call so lines from several threads do not
  * interleave (a line longer than 4 KiB is cut and ends in " [cut]").
  * \param level the most verbose level printed (BLQ_LOG_ERROR ..
- *        BLQ_LOG_DEBUG); messages above it are dropped, so 0 prints
- *        nothing (unlike blq_logger.level, where 0 means BLQ_LOG_INFO).
+ *        BLQ_LOG_DEBUG); messages above it are dropped. 0 means
+ *        BLQ_LOG_INFO, as in blq_logger.level; below 0 prints nothing.
  * \return the logger, a value to copy into a config; it holds no
  *         resource: nothing to free.
  */
