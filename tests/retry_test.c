@@ -168,6 +168,34 @@ Test(retry, backoff_sequences_match_the_table)
 	cr_expect(hi < 1500 && hi > 1480, "random high end %llu", (unsigned long long)hi);
 }
 
+/* RANDOM is interval/2 + [0, interval): past 2/3 of UINT64_MAX that sum
+ * can pass UINT64_MAX, and then saturates like the other kinds. */
+Test(retry, random_backoff_saturates_instead_of_wrapping)
+{
+	/* The largest interval whose sum cannot pass UINT64_MAX, the next
+	 * one, and three where it does a sixth, a third and half the time. */
+	static const uint64_t edge = UINT64_MAX / 3 * 2 + 1; /* 0xAAAAAAAAAAAAAAAB */
+	static const uint64_t intervals[] = {edge, edge + 1, 0xC000000000000000ull,
+					     UINT64_MAX - 1, UINT64_MAX};
+
+	cr_assert_eq(edge / 2 + (edge - 1), UINT64_MAX);
+	for (size_t k = 0; k < sizeof(intervals) / sizeof(intervals[0]); k++) {
+		uint64_t iv = intervals[k];
+		unsigned saturated = 0;
+
+		for (int i = 0; i < 1000; i++) {
+			uint64_t d = blq_backoff_ns(BLQ_BACKOFF_RANDOM, iv, 1);
+
+			cr_assert(d >= iv / 2, "interval %#llx: %#llx wrapped below interval/2",
+				  (unsigned long long)iv, (unsigned long long)d);
+			saturated += d == UINT64_MAX;
+		}
+		if (k >= 2)
+			cr_expect(saturated > 0, "interval %#llx never reached UINT64_MAX",
+				  (unsigned long long)iv);
+	}
+}
+
 Test(retry, jitter_bounds_over_many_draws)
 {
 	uint64_t flo = UINT64_MAX, fhi = 0, hlo = UINT64_MAX, hhi = 0;
