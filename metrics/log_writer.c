@@ -161,6 +161,8 @@ static void s_leak(void *c, const char *q, const char *s)
 
 const blq_metrics_writer *blq_log_writer_init(blq_log_writer *lw, blq_logger logger)
 {
+	if (lw == NULL)
+		return NULL;
 	lw->logger = logger;
 	lw->writer = (blq_metrics_writer){
 		.ctx = lw,

@@ -380,3 +380,9 @@ Test(metrics, the_stderr_loggers_level_0_means_info_as_everywhere)
 	cr_expect(z.log == i.log && z.ctx == i.ctx, "level 0 is the INFO logger");
 	cr_expect_eq(z.level, BLQ_LOG_INFO);
 }
+
+Test(metrics, the_log_writer_refuses_a_null_storage)
+{
+	cr_expect_null(blq_log_writer_init(NULL, blq_stderr_logger(BLQ_LOG_WARN)));
+	cr_expect_null(blq_log_writer_init(NULL, (blq_logger){0}));
+}

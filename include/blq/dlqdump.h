@@ -146,8 +146,9 @@ typedef struct blq_bytes {
  * \param data the bytes to copy; may be NULL when \p len is 0.
  * \param len their number.
  * \return the buffer (restores and deliveries 0), or NULL when out of
- *         memory. The caller owns it: free it with free() (or hand it to a
- *         queue whose item_free is free).
+ *         memory or when \p data is NULL and \p len is not 0. The caller
+ *         owns it: free it with free() (or hand it to a queue whose
+ *         item_free is free).
  */
 BLQ_API blq_bytes *blq_bytes_new(const void *data, size_t len);
 

@@ -69,11 +69,11 @@ typedef struct blq_log_writer {
  * `queue=NAME event=EVENT [key=value ...]`, such as
  * `queue=jobs event=pull worker=0 wait_ns=1200` or
  * `queue=jobs event=leak dir=rear`.
- * \param[out] lw the caller's storage, not NULL; nothing is allocated. It
- *        must outlive the queues using it; nothing to free (the caller
- *        frees its storage, if allocated, after those queues were freed).
+ * \param[out] lw the caller's storage; nothing is allocated. It must
+ *        outlive the queues using it; nothing to free (the caller frees its
+ *        storage, if allocated, after those queues were freed).
  * \param logger copied into \p lw.
- * \return &lw->writer, for blq_config.metrics.
+ * \return &lw->writer, for blq_config.metrics; NULL when \p lw is NULL.
  * \threadsafety Not thread-safe for the same \p lw: fill it before any
  * queue uses it. The writer may then be shared by many queues and threads.
  */
