@@ -16,7 +16,7 @@
 
 blq_bytes *blq_bytes_new(const void *data, size_t len)
 {
-	if (len > SIZE_MAX - sizeof(blq_bytes))
+	if (len > SIZE_MAX - sizeof(blq_bytes) || (data == NULL && len > 0))
 		return NULL;
 	blq_bytes *b = malloc(sizeof(*b) + len);
 

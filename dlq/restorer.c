@@ -120,7 +120,7 @@ struct blq_restorer {
 	char name[BLQ__DUMP_NAME_MAX + 1];
 	hub *hub;
 	pthread_t thread;
-	bool joined; /* under hub->mu */
+	bool stopped, joined; /* under hub->mu: run() ended; a closer joins */
 	struct blq_restorer_stats st; /* atomic adds by the restorer thread */
 
 	/* The restorer thread's own state. */
@@ -816,6 +816,11 @@ static void *run(void *arg)
 		wait_until(r, until, want);
 	}
 	shut_down(r);
+	/* Every closer waits for this (on cond), not only the one joining. */
+	pthread_mutex_lock(&r->hub->mu);
+	r->stopped = true;
+	pthread_cond_broadcast(&r->hub->cond);
+	pthread_mutex_unlock(&r->hub->mu);
 	return NULL;
 }
 
@@ -943,6 +948,8 @@ int blq_restorer_close(blq_restorer *r)
 	pthread_mutex_lock(&h->mu);
 	__atomic_store_n(&h->closing, true, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&h->cond);
+	while (!r->stopped) /* as blq_dump_close: every caller waits */
+		pthread_cond_wait(&h->cond, &h->mu);
 	bool join = !r->joined;
 	r->joined = true;
 	pthread_mutex_unlock(&h->mu);

@@ -49,6 +49,8 @@ static void stderr_log(void *ctx, int level, const char *fmt, va_list ap)
 
 blq_logger blq_stderr_logger(int level)
 {
+	if (level == 0) /* as blq_logger.level's 0 */
+		level = BLQ_LOG_INFO;
 	return (blq_logger){.log = stderr_log, .ctx = (void *)(intptr_t)level, .level = level};
 }
 
@@ -159,6 +161,8 @@ static void s_leak(void *c, const char *q, const char *s)
 
 const blq_metrics_writer *blq_log_writer_init(blq_log_writer *lw, blq_logger logger)
 {
+	if (lw == NULL)
+		return NULL;
 	lw->logger = logger;
 	lw->writer = (blq_metrics_writer){
 		.ctx = lw,

@@ -1,9 +1,9 @@
 /*
  * Built-in backoffs and jitters (the jitters draw from util/rand.c).
  *
- * Every multiplication saturates: a retry count or an interval that would
- * overflow gives UINT64_MAX, which the queue then caps with
- * retry_max_interval_ns (or its one-year interval limit).
+ * Every multiplication (and RANDOM's sum) saturates: a retry count or an
+ * interval that would overflow gives UINT64_MAX, which the queue then caps
+ * with retry_max_interval_ns (or its one-year interval limit).
  */
 #include <math.h>
 #include <stdatomic.h>
@@ -55,8 +55,13 @@ uint64_t blq_backoff_ns(enum blq_backoff kind, uint64_t interval, unsigned n)
 	}
 	case BLQ_BACKOFF_FIBONACCI:
 		return mul_sat(interval, fib(n));
-	case BLQ_BACKOFF_RANDOM:
-		return interval / 2 + blq_rand_below(interval);
+	case BLQ_BACKOFF_RANDOM: {
+		uint64_t d;
+
+		if (__builtin_add_overflow(interval / 2, blq_rand_below(interval), &d))
+			return UINT64_MAX;
+		return d;
+	}
 	case BLQ_BACKOFF_CUSTOM:
 		break;
 	}

@@ -138,7 +138,9 @@ static int take_in(blq *q, blq__cell *c, blq__item *it, enum blq__mode mode, uin
 {
 	if (delay == 0)
 		return q->engine->admit(q->engine_state, c, it, mode, woken);
-	int rc = blq__timer_add(q, it, now, delay, mode);
+	/* A leaky queue never waits for the timer's room either (its
+	 * producers never stall): a blocking call adds like a try. */
+	int rc = blq__timer_add(q, it, now, delay, q->leaky ? BLQ__TRY : mode);
 
 	if (rc == BLQ_EFULL && q->leaky) {
 		/* A full timer leaks the new item (rear), whatever

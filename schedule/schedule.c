@@ -7,6 +7,7 @@
  * so lookup is a linear scan.
  */
 #include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -167,7 +168,11 @@ int blq_parse_duration(const char *text, uint64_t *ns, blq_error *err)
 					   text);
 		last_rank = rank[u];
 		p += strlen(units[u].unit);
-		total += v * units[u].ns;
+		uint64_t part;
+		if (__builtin_mul_overflow((uint64_t)v, units[u].ns, &part) ||
+		    __builtin_add_overflow(total, part, &total))
+			return blq__error_set(err, BLQ_EINVAL, "duration \"%.64s\": overflow (at most 5124095h34m33s709ms)",
+					      text);
 	}
 	*ns = total;
 	return 0;
@@ -269,10 +274,13 @@ static int add(blq_schedule *s, const char *range, const blq_schedule_params *p,
 	}
 	if (s->n == s->cap) {
 		unsigned cap = s->cap ? s->cap * 2 : 4;
-		blq__range *nr = realloc(s->ranges, cap * sizeof(*nr));
+		/* Past 2^31 ranges (~200 GB) cap * 2 would wrap: out of
+		 * memory as well. */
+		blq__range *nr = s->cap > UINT_MAX / 2 ? NULL : realloc(s->ranges, cap * sizeof(*nr));
 
 		if (nr == NULL)
-			return blq__error_set(err, BLQ_EINVAL, "schedule: out of memory");
+			return blq__error_set(err, BLQ_ENOMEM, "schedule: range \"%.64s\": out of memory",
+					      range);
 		s->ranges = nr;
 		s->cap = cap;
 	}

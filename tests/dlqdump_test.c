@@ -297,6 +297,48 @@ Test(dlqdump, bad_configs_name_the_field)
 	du_rmrf(dir);
 }
 
+/* Every public function of dlqdump.h given NULL for its object or config
+ * returns its error (NULL, BLQ_EINVAL) or does nothing, never crashes. */
+Test(dlqdump, null_arguments_get_their_error)
+{
+	blq_error err;
+	struct blq_dump_stats ds;
+	struct blq_restorer_stats rs;
+
+	cr_expect_null(blq_bytes_new(NULL, 5), "NULL data with a length");
+	blq_bytes *empty = blq_bytes_new(NULL, 0);
+	cr_assert_not_null(empty, "NULL data, length 0: an empty buffer");
+	cr_expect_eq(empty->len, 0);
+	free(empty);
+
+	cr_expect_null(blq_dump_fs_writer_new(NULL, &err));
+	cr_expect_eq(err.code, BLQ_EINVAL);
+	cr_expect_null(blq_dump_fs_reader_new(NULL, &err));
+	cr_expect_eq(err.code, BLQ_EINVAL);
+	cr_expect_null(blq_dump_redis_writer_new(NULL, &err));
+	cr_expect_null(blq_dump_redis_reader_new(NULL, &err));
+	cr_expect_null(blq_dump_new(NULL, &err));
+	cr_expect_eq(err.code, BLQ_EINVAL);
+	cr_expect_null(blq_restorer_new(NULL, &err));
+	cr_expect_eq(err.code, BLQ_EINVAL);
+
+	int payload;
+	cr_expect_eq(blq_dump_enqueue(NULL, &payload), BLQ_EINVAL);
+	blq_enqueuer e = blq_dump_enqueuer(NULL);
+	cr_expect_eq(e.enqueue(e.self, &payload), BLQ_EINVAL, "refused: the caller keeps it");
+	cr_expect_eq(e.sync(e.self), BLQ_EINVAL);
+	cr_expect_eq(blq_dump_flush(NULL), BLQ_EINVAL);
+	cr_expect_eq(blq_dump_close(NULL), BLQ_EINVAL);
+	cr_expect_eq(blq_dump_stats(NULL, &ds), BLQ_EINVAL);
+	cr_expect_eq(blq_restorer_kick(NULL), BLQ_EINVAL);
+	cr_expect_eq(blq_restorer_close(NULL), BLQ_EINVAL);
+	cr_expect_eq(blq_restorer_stats(NULL, &rs), BLQ_EINVAL);
+	blq_dump_free(NULL);
+	blq_restorer_free(NULL);
+	blq_dump_writer_free(NULL);
+	blq_dump_reader_free(NULL);
+}
+
 /* ---- flushing ----------------------------------------------------- */
 
 Test(dlqdump, flushes_on_capacity_interval_and_close)

@@ -329,3 +329,60 @@ Test(metrics, the_log_writer_logs_each_event)
 	cr_expect_eq(count(l.text, "queue=logged event=worker_stop worker=0 forced=0\n"), 1);
 	cr_expect_eq(count(l.text, "queue=logged event=worker_setup active=1 asleep=0 idle=0\n"), 1);
 }
+
+/* ---- the stderr logger ------------------------------------------------ */
+
+static void say(const blq_logger *l, int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	l->log(l->ctx, level, fmt, ap);
+	va_end(ap);
+}
+
+/* What blq_stderr_logger(level) prints for one line at each level, ERROR
+ * to DEBUG (stderr is a temporary file meanwhile). */
+static void stderr_lines(int level, char *out, size_t cap)
+{
+	blq_logger l = blq_stderr_logger(level);
+	FILE *f = tmpfile();
+	int saved = dup(STDERR_FILENO);
+
+	cr_assert_not_null(f);
+	cr_assert(saved >= 0);
+	fflush(stderr);
+	cr_assert(dup2(fileno(f), STDERR_FILENO) >= 0);
+	for (int lv = BLQ_LOG_ERROR; lv <= BLQ_LOG_DEBUG; lv++)
+		say(&l, lv, "line %d", lv);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	rewind(f);
+	size_t n = fread(out, 1, cap - 1, f);
+	out[n] = '\0';
+	fclose(f);
+}
+
+Test(metrics, the_stderr_loggers_level_0_means_info_as_everywhere)
+{
+	char zero[512], info[512], error[512];
+
+	stderr_lines(0, zero, sizeof(zero));
+	stderr_lines(BLQ_LOG_INFO, info, sizeof(info));
+	stderr_lines(BLQ_LOG_ERROR, error, sizeof(error));
+	cr_expect_str_eq(info, "blq ERROR: line 1\nblq WARN: line 2\nblq INFO: line 3\n");
+	cr_expect_str_eq(zero, info, "level 0 printed \"%s\"", zero);
+	cr_expect_str_eq(error, "blq ERROR: line 1\n");
+
+	/* The filter a queue applies (blq_logger.level) agrees with it. */
+	blq_logger z = blq_stderr_logger(0), i = blq_stderr_logger(BLQ_LOG_INFO);
+	cr_expect(z.log == i.log && z.ctx == i.ctx, "level 0 is the INFO logger");
+	cr_expect_eq(z.level, BLQ_LOG_INFO);
+}
+
+Test(metrics, the_log_writer_refuses_a_null_storage)
+{
+	cr_expect_null(blq_log_writer_init(NULL, blq_stderr_logger(BLQ_LOG_WARN)));
+	cr_expect_null(blq_log_writer_init(NULL, (blq_logger){0}));
+}

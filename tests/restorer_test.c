@@ -301,6 +301,64 @@ Test(restorer, items_the_target_loses_at_a_force_close_come_again)
 	du_rmrf(dir);
 }
 
+/* Two threads close one restorer at once; each notes what it saw when its
+ * call returned. */
+typedef struct closer {
+	blq_restorer *r;
+	pthread_barrier_t *start;
+	struct blq_restorer_stats at_return;
+	uint64_t took_ns;
+} closer;
+
+static void *close_restorer(void *arg)
+{
+	closer *c = arg;
+
+	pthread_barrier_wait(c->start);
+	uint64_t t0 = tu_now_ns();
+	cr_expect_eq(blq_restorer_close(c->r), 0);
+	c->took_ns = tu_now_ns() - t0;
+	c->at_return = rstats(c->r);
+	return NULL;
+}
+
+Test(restorer, every_concurrent_close_waits_for_the_restorer_to_stop)
+{
+	char *dir = du_tmpdir("closers");
+	dump_ids(dir, 0, 20, 20);
+	blq *q = target(100, gated); /* a slow target: it holds every item */
+	blq_dump_reader *rd = fs_reader(dir);
+	blq_restorer *r = restorer(rd, q, 0, 200000000); /* waits 200 ms at close */
+
+	cr_assert(TU_WAIT_FOR(rstats(r).restored == 20 && rstats(r).in_flight == 20, 5000));
+	pthread_barrier_t start;
+	pthread_barrier_init(&start, NULL, 2);
+	closer c[2] = {{.r = r, .start = &start}, {.r = r, .start = &start}};
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_create(&t[i], NULL, close_restorer, &c[i]), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	/* The restorer waited its close_timeout for the 20 items, then gave
+	 * their records back and released the dump: both callers returned
+	 * after that, and saw the final stats. */
+	for (int i = 0; i < 2; i++) {
+		cr_expect_geq(c[i].took_ns, 150000000, "closer %d returned after %llu ns", i,
+			      (unsigned long long)c[i].took_ns);
+		cr_expect_eq(c[i].at_return.in_flight, 0, "closer %d", i);
+		cr_expect_eq(c[i].at_return.returned, 20, "closer %d", i);
+		cr_expect_eq(c[i].at_return.released, 1, "closer %d", i);
+	}
+	cr_expect_eq(blq_restorer_close(r), 0, "a later close returns at once");
+	pthread_barrier_destroy(&start);
+	tu_gate_open(&gate);
+	blq_close(q);
+	blq_restorer_free(r);
+	blq_free(q);
+	blq_dump_reader_free(rd);
+	cr_expect_eq(du_count(dir, "*.bin"), 1, "the file stays for the returned records");
+	du_rmrf(dir);
+}
 
 Test(restorer, a_closed_target_keeps_the_records_and_says_so)
 {

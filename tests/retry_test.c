@@ -168,6 +168,34 @@ Test(retry, backoff_sequences_match_the_table)
 	cr_expect(hi < 1500 && hi > 1480, "random high end %llu", (unsigned long long)hi);
 }
 
+/* RANDOM is interval/2 + [0, interval): past 2/3 of UINT64_MAX that sum
+ * can pass UINT64_MAX, and then saturates like the other kinds. */
+Test(retry, random_backoff_saturates_instead_of_wrapping)
+{
+	/* The largest interval whose sum cannot pass UINT64_MAX, the next
+	 * one, and three where it does a sixth, a third and half the time. */
+	static const uint64_t edge = UINT64_MAX / 3 * 2 + 1; /* 0xAAAAAAAAAAAAAAAB */
+	static const uint64_t intervals[] = {edge, edge + 1, 0xC000000000000000ull,
+					     UINT64_MAX - 1, UINT64_MAX};
+
+	cr_assert_eq(edge / 2 + (edge - 1), UINT64_MAX);
+	for (size_t k = 0; k < sizeof(intervals) / sizeof(intervals[0]); k++) {
+		uint64_t iv = intervals[k];
+		unsigned saturated = 0;
+
+		for (int i = 0; i < 1000; i++) {
+			uint64_t d = blq_backoff_ns(BLQ_BACKOFF_RANDOM, iv, 1);
+
+			cr_assert(d >= iv / 2, "interval %#llx: %#llx wrapped below interval/2",
+				  (unsigned long long)iv, (unsigned long long)d);
+			saturated += d == UINT64_MAX;
+		}
+		if (k >= 2)
+			cr_expect(saturated > 0, "interval %#llx never reached UINT64_MAX",
+				  (unsigned long long)iv);
+	}
+}
+
 Test(retry, jitter_bounds_over_many_draws)
 {
 	uint64_t flo = UINT64_MAX, fhi = 0, hlo = UINT64_MAX, hhi = 0;
@@ -775,6 +803,70 @@ Test(retry, a_full_timer_blocks_refuses_or_leaks)
 		cr_assert(TU_WAIT_FOR(stats(q).processed == (leaky ? 2u : 3u), 2000));
 		close_balanced(q);
 		cr_expect_eq(atomic_load(&tu_freed), leaky ? 3 : 4, "the refused one by the test");
+	}
+}
+
+/* A blocking delayed enqueue of item 3 on a thread of its own: by
+ * blq_enqueue (0), blq_enqueue_job (1) or blq_enqueue_batch (2). */
+typedef struct delayed_producer {
+	blq *q;
+	int how;
+	long rc;
+	_Atomic int returned;
+} delayed_producer;
+
+static void *delayed_enqueue(void *arg)
+{
+	delayed_producer *p = arg;
+	tu_item *x = tu_item_new(3);
+	void *one[1] = {x};
+	blq_job j = {.payload = x, .delay_ns = 5 * SEC};
+
+	if (p->how == 0)
+		p->rc = blq_enqueue(p->q, x);
+	else if (p->how == 1)
+		p->rc = blq_enqueue_job(p->q, &j);
+	else
+		p->rc = blq_enqueue_batch(p->q, one, 1) == 1 ? 0 : -1;
+	if (p->rc != 0)
+		tu_item_free(x);
+	atomic_store(&p->returned, 1);
+	return NULL;
+}
+
+Test(retry, a_full_timer_never_blocks_a_producer_of_a_leaky_queue)
+{
+	for (int how = 0; how <= 2; how++) {
+		setup();
+		blq_discard d;
+		blq_discard_init(&d, tu_item_free);
+		blq_config c = cfg(8, 1);
+		c.delay_interval_ns = 5 * SEC;
+		c.timer_capacity = 2;
+		c.dlq = blq_discard_enqueuer(&d);
+		blq *q = must_new(&c);
+
+		cr_assert_eq(blq_try_enqueue(q, tu_item_new(1)), 0);
+		cr_assert_eq(blq_try_enqueue(q, tu_item_new(2)), 0);
+		delayed_producer p = {.q = q, .how = how};
+		pthread_t t;
+		pthread_create(&t, NULL, delayed_enqueue, &p);
+		/* It leaks at once; the timer's items are 5 s (fake) from due,
+		 * so a producer waiting for room would still be waiting. */
+		bool returned = TU_WAIT_FOR(atomic_load(&p.returned), 2000);
+		cr_expect(returned, "how %d: the blocking call waited for the timer's room", how);
+		if (!returned)
+			advance(q, 5 * SEC); /* let it go, to end the test cleanly */
+		pthread_join(t, NULL);
+		cr_expect_eq(p.rc, 0, "how %d", how);
+		struct blq_stats s = stats(q);
+		cr_expect_eq(s.leaked_rear, 1, "how %d: the new item leaks (rear)", how);
+		cr_expect_eq(blq_discard_count(&d), 1, "how %d", how);
+		advance(q, 5 * SEC);
+		advance(q, 5 * SEC);
+		cr_assert(TU_WAIT_FOR(stats(q).processed + stats(q).leaked_rear == 3, 2000));
+		close_balanced(q);
+		cr_expect_eq(atomic_load(&tu_freed), 3, "how %d", how);
 	}
 }
 

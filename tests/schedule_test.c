@@ -1,5 +1,6 @@
 /* Schedule parsing, validation and lookup. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <blq/blq.h>
@@ -162,6 +163,49 @@ Test(schedule, durations)
 		cr_expect_eq(blq_parse_duration(badd[i].text, &ns, &err), BLQ_EINVAL, "%s",
 			     badd[i].text);
 		cr_expect_str_eq(err.msg, badd[i].msg);
+	}
+}
+
+/* UINT64_MAX ns is 5124095h34m33s709.551615ms: the largest duration in
+ * whole ms is 5124095h34m33s709ms. Each unit just below and just above
+ * it, and sums that overflow only at their last term. */
+Test(schedule, durations_past_uint64_max_ns_are_refused)
+{
+	static const struct {
+		const char *text;
+		uint64_t ns;
+	} good[] = {
+		{"5124095h", 5124095ull * 3600000000000ull},
+		{"307445734m", 307445734ull * 60000000000ull},
+		{"18446744073s", 18446744073000000000ull},
+		{"999999999999ms", 999999999999000000ull}, /* 12 digits: ms cannot overflow alone */
+		{"5124095h34m33s709ms", 18446744073709000000ull},
+	};
+	static const char *const over[] = {
+		"5124096h",	   "307445735m",	  "18446744074s",
+		"5124095h35m",	   "5124095h34m34s",	  "5124095h34m33s710ms",
+		"999999999999h",   "999999999999m",	  "999999999999s",
+		"1h999999999999m", "5124095h999999999999ms",
+	};
+	uint64_t ns;
+	blq_error err;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		ns = 0;
+		cr_expect_eq(blq_parse_duration(good[i].text, &ns, &err), 0, "%s: %s", good[i].text,
+			     err.msg);
+		cr_expect_eq(ns, good[i].ns, "%s: %llu", good[i].text, (unsigned long long)ns);
+	}
+	for (size_t i = 0; i < sizeof(over) / sizeof(over[0]); i++) {
+		char want[128];
+
+		ns = 7;
+		snprintf(want, sizeof(want),
+			 "duration \"%s\": overflow (at most 5124095h34m33s709ms)", over[i]);
+		cr_expect_eq(blq_parse_duration(over[i], &ns, &err), BLQ_EINVAL, "%s: %llu", over[i],
+			     (unsigned long long)ns);
+		cr_expect_str_eq(err.msg, want);
+		cr_expect_eq(ns, 7, "%s: *ns is left alone on error", over[i]);
 	}
 }
 

@@ -114,6 +114,36 @@ Test(workers, bad_compositions_are_refused_with_a_message)
 	blq_async_chain_free(NULL);
 }
 
+/* A NULL where a worker's object belongs gives a worker without fn, which
+ * a queue and a chain refuse, instead of one that crashes on its first
+ * item. */
+Test(workers, null_arguments_give_a_worker_that_is_refused)
+{
+	blq_error err;
+	blq_enqueuer storage = {0};
+	blq_discard d;
+	blq_discard_init(&d, NULL);
+
+	blq_worker w[] = {
+		blq_transit_worker(NULL, blq_discard_enqueuer(&d)),
+		blq_transit_worker(&storage, (blq_enqueuer){.self = &d}),
+		blq_chain_worker(NULL),
+		blq_async_chain_worker(NULL),
+	};
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		cr_expect_null(w[i].fn, "worker %zu", i);
+		blq_config c = {.capacity = 4, .workers = 1, .worker = w[i].fn,
+				.worker_ctx = w[i].ctx};
+		cr_expect_null(blq_new(&c, &err), "worker %zu", i);
+		cr_expect(strstr(err.msg, "worker: is NULL") != NULL, "%s", err.msg);
+		cr_expect_null(blq_chain_new(&w[i], 1, &err), "worker %zu", i);
+		cr_expect_str_eq(err.msg, "chain: steps[0]: fn is NULL");
+	}
+	cr_expect_null(storage.enqueue, "storage is left alone");
+	cr_expect_null(blq_async_chain_new(NULL, &err));
+	cr_expect_eq(err.code, BLQ_EINVAL);
+}
+
 /* Two steps that each signal, then wait for the other's signal: they can
  * only both finish if they run at the same time. */
 typedef struct rendezvous {

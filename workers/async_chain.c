@@ -236,5 +236,7 @@ void blq_async_chain_free(blq_async_chain *a)
 
 blq_worker blq_async_chain_worker(blq_async_chain *a)
 {
+	if (a == NULL)
+		return (blq_worker){0}; /* no fn: blq_new and blq_chain_new refuse it */
 	return (blq_worker){.fn = run_async, .ctx = a};
 }

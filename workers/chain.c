@@ -63,5 +63,7 @@ void blq_chain_free(blq_chain *c)
 
 blq_worker blq_chain_worker(blq_chain *c)
 {
+	if (c == NULL)
+		return (blq_worker){0}; /* no fn: blq_new and blq_chain_new refuse it */
 	return (blq_worker){.fn = run_chain, .ctx = c};
 }

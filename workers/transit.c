@@ -26,6 +26,8 @@ static int transit(void *ctx, void *payload, blq_task *task)
 
 blq_worker blq_transit_worker(blq_enqueuer *storage, blq_enqueuer target)
 {
+	if (storage == NULL || target.enqueue == NULL)
+		return (blq_worker){0}; /* no fn: blq_new and blq_chain_new refuse it */
 	*storage = target;
 	return (blq_worker){.fn = transit, .ctx = storage};
 }

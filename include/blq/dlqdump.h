@@ -146,8 +146,9 @@ typedef struct blq_bytes {
  * \param data the bytes to copy; may be NULL when \p len is 0.
  * \param len their number.
  * \return the buffer (restores and deliveries 0), or NULL when out of
- *         memory. The caller owns it: free it with free() (or hand it to a
- *         queue whose item_free is free).
+ *         memory or when \p data is NULL and \p len is not 0. The caller
+ *         owns it: free it with free() (or hand it to a queue whose
+ *         item_free is free).
  */
 BLQ_API blq_bytes *blq_bytes_new(const void *data, size_t len);
 
@@ -698,12 +699,13 @@ BLQ_API int blq_restorer_kick(blq_restorer *r);
  * Stop handing out records; wait up to close_timeout_ns for the items
  * already in the target to reach their outcomes and commit those; release
  * the rest unremoved (they come again later: at least once); join the
- * restorer thread. Idempotent. An item whose outcome comes after this
- * returns is not committed; its hook stays safe to run (the state it
- * touches lives until the last such outcome).
+ * restorer thread. Idempotent: every call, concurrent ones included,
+ * returns once the restorer thread has stopped, so its stats are final. An
+ * item whose outcome comes after this returns is not committed; its hook
+ * stays safe to run (the state it touches lives until the last such
+ * outcome).
  * \param r the restorer.
- * \retval 0 closed (or, for a second call made while the first still
- *         runs, closing: only the first waits for the thread).
+ * \retval 0 closed: the restorer thread has stopped.
  * \retval BLQ_EINVAL \p r is NULL.
  */
 BLQ_API int blq_restorer_close(blq_restorer *r);

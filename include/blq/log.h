@@ -49,8 +49,8 @@ typedef struct blq_logger {
  * written with a single call so lines from several threads do not
  * interleave (a line longer than 4 KiB is cut and ends in " [cut]").
  * \param level the most verbose level printed (BLQ_LOG_ERROR ..
- *        BLQ_LOG_DEBUG); messages above it are dropped, so 0 prints
- *        nothing (unlike blq_logger.level, where 0 means BLQ_LOG_INFO).
+ *        BLQ_LOG_DEBUG); messages above it are dropped. 0 means
+ *        BLQ_LOG_INFO, as in blq_logger.level; below 0 prints nothing.
  * \return the logger, a value to copy into a config; it holds no
  *         resource: nothing to free.
  */
@@ -69,11 +69,11 @@ typedef struct blq_log_writer {
  * `queue=NAME event=EVENT [key=value ...]`, such as
  * `queue=jobs event=pull worker=0 wait_ns=1200` or
  * `queue=jobs event=leak dir=rear`.
- * \param[out] lw the caller's storage, not NULL; nothing is allocated. It
- *        must outlive the queues using it; nothing to free (the caller
- *        frees its storage, if allocated, after those queues were freed).
+ * \param[out] lw the caller's storage; nothing is allocated. It must
+ *        outlive the queues using it; nothing to free (the caller frees its
+ *        storage, if allocated, after those queues were freed).
  * \param logger copied into \p lw.
- * \return &lw->writer, for blq_config.metrics.
+ * \return &lw->writer, for blq_config.metrics; NULL when \p lw is NULL.
  * \threadsafety Not thread-safe for the same \p lw: fill it before any
  * queue uses it. The writer may then be shared by many queues and threads.
  */

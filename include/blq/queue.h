@@ -224,16 +224,18 @@ typedef struct blq_config {
 	void *jitter_ctx;
 	/** Items the timer holds at once (delayed items and retries waiting
 	 * for their backoff). Default: capacity. Its memory grows on demand
-	 * up to this. A delayed enqueue finding it full waits for room (on a
-	 * leaky queue too); a delayed try-enqueue gets BLQ_EFULL, or on a
-	 * leaky queue leaks the item to the DLQ. A retry finding it full goes
-	 * to the DLQ on a leaky queue, else skips its backoff and goes straight
-	 * back to the queue. */
+	 * up to this. A delayed item finding it full leaks to the DLQ on a
+	 * leaky queue (the new one, counted leaked_rear, whatever
+	 * leak_direction says), from a blocking enqueue too; without a DLQ a
+	 * delayed enqueue waits for room and a delayed try-enqueue gets
+	 * BLQ_EFULL. A retry finding it full goes to the DLQ on a leaky
+	 * queue, else skips its backoff and goes straight back to the
+	 * queue. */
 	size_t timer_capacity;
 
 	/** Dead-letter queue. Setting dlq.enqueue makes the queue leaky: a
-	 * full queue never blocks a producer (a delayed item meeting a full
-	 * timer still waits: see timer_capacity). Copied; dlq.self is
+	 * full queue, or a full timer (see timer_capacity), never blocks a
+	 * producer: the overflow leaks to the DLQ. Copied; dlq.self is
 	 * borrowed (must outlive the queue, blq_free included). */
 	blq_enqueuer dlq;
 	/** Send failed items to the DLQ instead of freeing them. Needs dlq. */
@@ -382,7 +384,8 @@ BLQ_API blq *blq_new(const blq_config *cfg, blq_error *err);
  * Hand a payload to the queue. Blocks while the queue is full unless it is
  * leaky (has a DLQ), in which case the overflow goes to the DLQ and the
  * call returns at once. With a delay_interval_ns the item waits in the
- * timer; a full timer makes this call wait for room, leaky queue or not
+ * timer, and a full timer is the same: this call waits for room there
+ * without a DLQ, and leaks the item (rear) with one
  * (blq_config.timer_capacity).
  * \param q the queue.
  * \param payload the payload; taken on 0, left to the caller on any error.
@@ -439,7 +442,7 @@ BLQ_API int blq_try_enqueue(blq *q, void *payload);
  *         owns payloads[0..r) and the caller still owns payloads[r..n). A
  *         leaky queue takes every payload, leaking the overflow to its DLQ
  *         as n blq_enqueue calls would (by its leak_direction; a delayed
- *         item meeting a full timer waits for room there, as blq_enqueue's
+ *         item meeting a full timer leaks at the rear, as blq_enqueue's
  *         does). 0 when n is 0. A negative error when it took none:
  *         BLQ_ECLOSED (closing or closed), BLQ_EINVAL (q NULL, payloads
  *         NULL with n > 0, n > SSIZE_MAX), and with a delay BLQ_ETHREAD

@@ -78,10 +78,9 @@ typedef uint64_t (*blq_jitter_fn)(void *ctx, uint64_t d, uint64_t prev_ns);
  * \param kind any enum blq_backoff but BLQ_BACKOFF_CUSTOM (which gives 0).
  * \param interval_ns the base interval (retry_interval_ns).
  * \param retry 1 for the first retry; 0 is treated as 1.
- * \return the delay in ns. Every kind but BLQ_BACKOFF_RANDOM saturates at
- *         UINT64_MAX instead of overflowing; RANDOM does not: it wraps for an
- *         \p interval_ns above 2/3 of UINT64_MAX (a queue's interval is at
- *         most a year).
+ * \return the delay in ns. Every kind saturates at UINT64_MAX instead of
+ *         overflowing (RANDOM's sum can pass it for an \p interval_ns above
+ *         2/3 of UINT64_MAX).
  */
 BLQ_API uint64_t blq_backoff_ns(enum blq_backoff kind, uint64_t interval_ns, unsigned retry);
 

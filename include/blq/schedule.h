@@ -73,8 +73,8 @@ BLQ_API void blq_schedule_free(blq_schedule *s);
  *        and "") on success.
  * \retval 0 added.
  * \retval BLQ_EINVAL \p s, \p range or \p p NULL, or one of the problems
- *         above; also when the range list cannot grow (out of memory: the
- *         message says so). Nothing was added.
+ *         above. Nothing was added.
+ * \retval BLQ_ENOMEM the range list cannot grow. Nothing was added.
  * \threadsafety Not thread-safe: build the schedule before blq_new, on one
  * thread.
  */
@@ -134,14 +134,16 @@ BLQ_API unsigned blq_schedule_size(const blq_schedule *s);
 /**
  * Parse a `1h2m3s4ms` style duration ("30s", "1m30s", "500ms": at least one
  * unit; units in decreasing order, each at most once; at most 12 digits
- * per number). The sum is not checked for overflow.
+ * per number), at most UINT64_MAX ns (5124095h34m33s709ms).
  * \param text the duration; read only.
  * \param[out] ns receives the duration in nanoseconds on success.
  * \param[out] err optional; on failure receives a message naming the
  *        problem (left untouched on success).
  * \retval 0 parsed; *ns set.
  * \retval BLQ_EINVAL \p text or \p ns NULL, an empty text, a number
- *         without a unit, an unknown unit or units out of order.
+ *         without a unit, an unknown unit, units out of order, or a
+ *         duration above UINT64_MAX ns (the message says "overflow").
+ *         *ns is left alone.
  */
 BLQ_API int blq_parse_duration(const char *text, uint64_t *ns, blq_error *err);
 

@@ -53,14 +53,17 @@ typedef struct blq_worker {
  * (blq_config.timeout_ns) it claims the attempt first (blq_task_claim),
  * so a late hand-over cannot leave the payload with both queues.
  * \param[out] storage the caller's storage for the copy of \p target (no
- *        allocation), not NULL; it must outlive the worker's use.
+ *        allocation); it must outlive the worker's use.
  * \param target copied into \p storage; the enqueuer's object must
  *        outlive the worker's use.
  * \return the worker, a value: nothing to free. Its call returns 0 when
  *         the target accepted the payload (the target owns it),
  *         BLQ_EREFUSED when it did not, and BLQ_ETIMEDOUT when the attempt
  *         was given up at its time limit before the hand-over; on both
- *         failures the calling queue keeps the payload.
+ *         failures the calling queue keeps the payload. When \p storage is
+ *         NULL or target.enqueue is NULL: a worker whose fn is NULL (blq_new
+ *         and blq_chain_new refuse it with BLQ_EINVAL), \p storage left
+ *         alone.
  * \threadsafety The worker may run on many threads at once when the
  * target's enqueue may (blq queues, dumps and discard DLQs may).
  */
@@ -99,7 +102,8 @@ BLQ_API void blq_chain_free(blq_chain *c);
  * chain.
  * \param c the chain.
  * \return the worker, a value holding \p c: valid until blq_chain_free,
- *         nothing to free itself.
+ *         nothing to free itself. For a NULL \p c, a worker whose fn is
+ *         NULL (blq_new and blq_chain_new refuse it).
  */
 BLQ_API blq_worker blq_chain_worker(blq_chain *c);
 
@@ -156,7 +160,8 @@ BLQ_API void blq_async_chain_free(blq_async_chain *a);
  * The async chain as a blq_worker {fn, ctx}.
  * \param a the async chain.
  * \return the worker, a value holding \p a: valid until
- *         blq_async_chain_free, nothing to free itself.
+ *         blq_async_chain_free, nothing to free itself. For a NULL \p a,
+ *         a worker whose fn is NULL (blq_new and blq_chain_new refuse it).
  */
 BLQ_API blq_worker blq_async_chain_worker(blq_async_chain *a);
 
