@@ -50,11 +50,12 @@ static void after_take(blq *q)
 		blq__ec_wake_slow(&q->space_ec, 0);
 }
 
-/* The last allowed attempt failed. */
-static void fail(blq *q, blq__worker *w, const blq__item *it, bool timed_out)
+/* The last allowed attempt failed, with rc (BLQ_ETIMEDOUT when it timed
+ * out). */
+static void fail(blq *q, blq__worker *w, const blq__item *it, int rc, bool timed_out)
 {
 	if (q->cfg.fail_to_dlq)
-		blq__to_dlq(q, w->cell, it, &w->cell->leaked_failed, BLQ_LEAK_REAR);
+		blq__to_dlq(q, w->cell, it, BLQ_DLQ_FAILED, rc);
 	else
 		blq__drop(q, it, &w->cell->failed,
 			  timed_out ? BLQ_OUTCOME_TIMED_OUT : BLQ_OUTCOME_FAILED);
@@ -90,7 +91,7 @@ static void run_item(blq *q, blq__worker *w, blq__item *it)
 		if (m != NULL && m->queue_deadline != NULL)
 			m->queue_deadline(m->ctx, q->name);
 		if (q->cfg.deadline_to_dlq)
-			blq__to_dlq(q, w->cell, it, &w->cell->leaked_deadline, BLQ_LEAK_REAR);
+			blq__to_dlq(q, w->cell, it, BLQ_DLQ_DEADLINE, 0);
 		else
 			blq__drop(q, it, &w->cell->expired, BLQ_OUTCOME_EXPIRED);
 		return;
@@ -153,11 +154,13 @@ static void run_item(blq *q, blq__worker *w, blq__item *it)
 			blq__cancelled(q, w->cell, it);
 			return;
 		}
+		/* What a DLQ hears of this attempt's end (blq_dlq_why.rc). */
+		int end_rc = timed_out ? BLQ_ETIMEDOUT : rc;
 		if (it->attempt > q->cfg.max_retries) {
-			fail(q, w, it, timed_out);
+			fail(q, w, it, end_rc, timed_out);
 			return;
 		}
-		if (blq__retry(q, w, it))
+		if (blq__retry(q, w, it, end_rc))
 			return;
 		/* No room anywhere for the retry: run it again here. */
 		if (cancelled_at_start(q, w, it))
