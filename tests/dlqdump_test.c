@@ -157,40 +157,41 @@ Test(dlqdump, crc32c_check_value_and_record_parse)
 	cr_expect_eq(blq__crc32c(blq__crc32c(0, "1234", 4), "56789", 5), 0xE3069283u);
 
 	blq__buf b = {0};
-	cr_assert_eq(blq__dump_rec_append(&b, "hello", 5, 3), 0);
-	cr_assert_eq(blq__dump_rec_append(&b, "", 0, 0), 0);
+	cr_assert_eq(blq__dump_rec_append(&b, 1, "hello", 5, 3, NULL), 0);
+	cr_assert_eq(blq__dump_rec_append(&b, 1, "", 0, 0, NULL), 0);
 	size_t off = 0;
 	blq_dump_record rec;
-	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, &off, &rec), BLQ__DUMP_OK);
+	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, 1, &off, &rec), BLQ__DUMP_OK);
 	cr_expect_eq(rec.len, 5);
 	cr_expect_eq(rec.restores, 3);
 	cr_expect(memcmp(rec.data, "hello", 5) == 0);
-	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, &off, &rec), BLQ__DUMP_OK);
+	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, 1, &off, &rec), BLQ__DUMP_OK);
 	cr_expect_eq(rec.len, 0);
-	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, &off, &rec), BLQ__DUMP_END);
+	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, 1, &off, &rec), BLQ__DUMP_END);
 
 	off = 0; /* truncated: every cut of the first record */
 	for (size_t cut = 1; cut < 17; cut++)
-		cr_expect_eq(blq__dump_rec_parse(b.p, cut, &off, &rec), BLQ__DUMP_TRUNCATED,
+		cr_expect_eq(blq__dump_rec_parse(b.p, cut, 1, &off, &rec), BLQ__DUMP_TRUNCATED,
 			     "cut %zu", cut);
 	b.p[14] ^= 1; /* a data byte */
-	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, &off, &rec), BLQ__DUMP_BAD_CRC);
+	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, 1, &off, &rec), BLQ__DUMP_BAD_CRC);
 	b.p[14] ^= 1;
 	b.p[4] ^= 1; /* the restore count is covered too */
-	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, &off, &rec), BLQ__DUMP_BAD_CRC);
+	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, 1, &off, &rec), BLQ__DUMP_BAD_CRC);
 	blq__put32(b.p, 0xFFFFFFF0u); /* absurd length: refused before any use */
-	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, &off, &rec), BLQ__DUMP_TOO_LONG);
+	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, 1, &off, &rec), BLQ__DUMP_TOO_LONG);
 	cr_expect_eq(off, 0);
 	blq__buf_free(&b);
 
 	unsigned char h[BLQ__DUMP_HEADER];
 	uint64_t v = 0;
-	blq__dump_header_put(h, 0x0102030405060708ull);
-	cr_expect_eq(blq__dump_header_check(h, sizeof(h), &v), BLQ__DUMP_OK);
+	unsigned fmt = 0;
+	blq__dump_header_put(h, 1, 0x0102030405060708ull);
+	cr_expect_eq(blq__dump_header_check(h, sizeof(h), &fmt, &v), BLQ__DUMP_OK);
 	cr_expect_eq(v, 0x0102030405060708ull);
-	cr_expect_eq(blq__dump_header_check(h, 10, &v), BLQ__DUMP_SHORT_HEADER);
+	cr_expect_eq(blq__dump_header_check(h, 10, &fmt, &v), BLQ__DUMP_SHORT_HEADER);
 	h[0] = 'X';
-	cr_expect_eq(blq__dump_header_check(h, sizeof(h), &v), BLQ__DUMP_BAD_MAGIC);
+	cr_expect_eq(blq__dump_header_check(h, sizeof(h), &fmt, &v), BLQ__DUMP_BAD_MAGIC);
 }
 
 /* ---- configuration errors ----------------------------------------- */
