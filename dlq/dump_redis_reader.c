@@ -319,8 +319,9 @@ static int rr_next(blq_dump_reader *rd, void **dump, blq_error *err)
 static int quarantine(redis_reader *rr, const redisReply *id, const redisReply *v,
 		      const char *rf, const redisReply *r, const char *why, blq_error *err)
 {
-	const char *argv[10] = {"XADD", rr->qkey, "*", "id", id->str, "reason", why};
-	size_t lens[10] = {4, strlen(rr->qkey), 1, 2, id->len, 6, strlen(why)};
+	/* 7 + v + the record: 11 arguments at most. */
+	const char *argv[11] = {"XADD", rr->qkey, "*", "id", id->str, "reason", why};
+	size_t lens[11] = {4, strlen(rr->qkey), 1, 2, id->len, 6, strlen(why)};
 	int argc = 7;
 
 	if (v != NULL) {
