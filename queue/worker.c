@@ -72,6 +72,30 @@ static bool cancelled_at_start(blq *q, blq__worker *w, const blq__item *it)
 	return true;
 }
 
+/* The attempt failed with rc, timed out, or was cancelled: count it, then
+ * end the item or retry it. True when it went somewhere; false: no room
+ * anywhere for the retry. Out of line: keeping rc for a DLQ's why inside
+ * the loop cost every processed item 3 instructions (register choices in
+ * blq__worker_main; callgrind, 1 worker, items that succeed); out here
+ * the loop compiles as it did before. */
+static __attribute__((noinline)) bool attempt_failed(blq *q, blq__worker *w, blq__item *it,
+						     int rc, bool timed_out, bool cancelled)
+{
+	if (timed_out)
+		blq__count_own(&w->cell->timed_out);
+	if (cancelled) { /* failed after blq_cancel: no retry, no DLQ */
+		blq__cancelled(q, w->cell, it);
+		return true;
+	}
+	/* What a DLQ hears of this attempt's end (blq_dlq_why.rc). */
+	int end_rc = timed_out ? BLQ_ETIMEDOUT : rc;
+	if (it->attempt > q->cfg.max_retries) {
+		fail(q, w, it, end_rc, timed_out);
+		return true;
+	}
+	return blq__retry(q, w, it, end_rc);
+}
+
 /* Runs the attempts of one item until it is processed, fails for good, or
  * leaves for a retry (the timer, a ring, the DLQ). */
 static void run_item(blq *q, blq__worker *w, blq__item *it)
@@ -144,27 +168,16 @@ static void run_item(blq *q, blq__worker *w, blq__item *it)
 			m->queue_exec(m->ctx, q->name, w->index, t1 - t0, rc != 0 || timed_out);
 			t0 = w->last_end = t1;
 		}
-		if (rc == 0 && !timed_out) {
-			blq__processed(q, w->cell, it);
-			return;
+		if (__builtin_expect(rc != 0 || timed_out, 0)) {
+			if (attempt_failed(q, w, it, rc, timed_out, cancelled))
+				return;
+			/* No room anywhere for the retry: run it again here. */
+			if (cancelled_at_start(q, w, it))
+				return;
+			continue;
 		}
-		if (timed_out)
-			blq__count_own(&w->cell->timed_out);
-		if (cancelled) { /* failed after blq_cancel: no retry, no DLQ */
-			blq__cancelled(q, w->cell, it);
-			return;
-		}
-		/* What a DLQ hears of this attempt's end (blq_dlq_why.rc). */
-		int end_rc = timed_out ? BLQ_ETIMEDOUT : rc;
-		if (it->attempt > q->cfg.max_retries) {
-			fail(q, w, it, end_rc, timed_out);
-			return;
-		}
-		if (blq__retry(q, w, it, end_rc))
-			return;
-		/* No room anywhere for the retry: run it again here. */
-		if (cancelled_at_start(q, w, it))
-			return;
+		blq__processed(q, w->cell, it);
+		return;
 	}
 }
 
