@@ -26,6 +26,12 @@
  * - Close raises `closing` (producers get BLQ_ECLOSED), the flusher writes
  *   what is left and keeps retrying until close_timeout_ns, then drops the
  *   rest, counting it (dropped) and logging it, and exits.
+ * - Format: records are format 1 (as older versions wrote them) until the
+ *   first item that comes with a why (blq_dump_enqueue_why: a queue's
+ *   leak), then format 2 for good: every record has its metadata, empty
+ *   for items without a why. The batch being filled is rewritten once, at
+ *   the switch; the one being written keeps its format (out_format), so a
+ *   dump that never sees a why writes exactly what it always did.
  * - Lock order: `mu` is the only lock. Callbacks (encoder under `mu`;
  *   metrics, logger, item_free, writers outside it).
  */
@@ -55,6 +61,7 @@ struct blq_dump {
 	/* All below under mu. out's bytes are read by the flusher without
 	 * the lock: only the flusher changes out. */
 	blq__buf cur, out;
+	unsigned cur_format, out_format; /* 1 or 2; cur_format sticks at 2 */
 	size_t cur_count;
 	uint64_t cur_first_ns;
 	size_t out_off;   /* bytes of out already persisted */
@@ -99,20 +106,20 @@ static int refuse(blq_dump *d, int rc, const char *why)
 	return rc;
 }
 
-/* Encodes payload as a record at the end of cur. mu held. Returns the data
- * length or a negative code. */
-static long encode(blq_dump *d, void *payload)
+/* Encodes payload as a record at the end of cur, after `meta` bytes kept
+ * for its metadata. mu held. Returns the data length or a negative code. */
+static long encode(blq_dump *d, void *payload, size_t meta)
 {
 	const blq_dump_encoder *e = &d->cfg.encoder;
 
-	if (blq__buf_reserve(&d->cur, BLQ__DUMP_REC_HEADER + 256) != 0)
+	if (blq__buf_reserve(&d->cur, BLQ__DUMP_REC_HEADER + meta + 256) != 0)
 		return BLQ_ENOMEM;
-	size_t at = d->cur.len + BLQ__DUMP_REC_HEADER;
+	size_t at = d->cur.len + BLQ__DUMP_REC_HEADER + meta;
 	long n = e->encode(e->ctx, payload, d->cur.p + at, d->cur.cap - at);
 	if (n >= 0 && (size_t)n > d->cur.cap - at) {
 		if ((size_t)n > BLQ_DUMP_RECORD_MAX)
 			return BLQ_EINVAL;
-		if (blq__buf_reserve(&d->cur, BLQ__DUMP_REC_HEADER + (size_t)n) != 0)
+		if (blq__buf_reserve(&d->cur, BLQ__DUMP_REC_HEADER + meta + (size_t)n) != 0)
 			return BLQ_ENOMEM;
 		long again = e->encode(e->ctx, payload, d->cur.p + at, d->cur.cap - at);
 		n = again == n ? n : again < 0 ? again : BLQ_EINVAL;
@@ -122,10 +129,15 @@ static long encode(blq_dump *d, void *payload)
 	return n;
 }
 
-int blq_dump_enqueue(blq_dump *d, void *payload)
+int blq_dump_enqueue_why(blq_dump *d, void *payload, const blq_dlq_why *why)
 {
 	if (d == NULL)
 		return BLQ_EINVAL;
+	if (why != NULL && ((unsigned)why->reason > BLQ_DLQ_CLOSED ||
+			    memchr(why->queue, '\0', sizeof(why->queue)) == NULL))
+		return BLQ_EINVAL;
+	if (why != NULL && blq__dump_why_empty(why))
+		why = NULL;
 	pthread_mutex_lock(&d->mu);
 	while (!d->closing && d->cur.len >= d->cfg.capacity) {
 		if (d->failing)
@@ -136,13 +148,21 @@ int blq_dump_enqueue(blq_dump *d, void *payload)
 		pthread_mutex_unlock(&d->mu);
 		return BLQ_ECLOSED;
 	}
-	long n = encode(d, payload);
+	if (why != NULL && d->cur_format == 1) {
+		if (blq__dump_upgrade(&d->cur, d->cur_count) != 0)
+			return refuse(d, BLQ_ENOMEM, "out of memory");
+		d->cur_format = 2;
+	}
+	size_t meta = d->cur_format == 1 ? 0 : blq__dump_meta_size(why);
+	long n = encode(d, payload, meta);
 	if (n < 0)
 		return refuse(d, (int)n, n == BLQ_ENOMEM ? "out of memory" : "encoder error");
 	uint32_t restores =
 		d->cfg.encoder.restores ? d->cfg.encoder.restores(d->cfg.encoder.ctx, payload) : 0;
-	blq__dump_rec_seal(d->cur.p + d->cur.len, (uint32_t)n, restores);
-	d->cur.len += BLQ__DUMP_REC_HEADER + (size_t)n;
+	if (meta > 0)
+		blq__dump_meta_put(d->cur.p + d->cur.len + BLQ__DUMP_REC_HEADER, why);
+	blq__dump_rec_seal(d->cur.p + d->cur.len, (uint32_t)(meta + (size_t)n), restores);
+	d->cur.len += BLQ__DUMP_REC_HEADER + meta + (size_t)n;
 	if (d->cur_count++ == 0) {
 		d->cur_first_ns = blq__monotonic_ns();
 		pthread_cond_signal(&d->wake); /* arm the interval */
@@ -161,9 +181,19 @@ int blq_dump_enqueue(blq_dump *d, void *payload)
 	return 0;
 }
 
+int blq_dump_enqueue(blq_dump *d, void *payload)
+{
+	return blq_dump_enqueue_why(d, payload, NULL);
+}
+
 static int enqueue_cb(void *self, void *payload)
 {
 	return blq_dump_enqueue(self, payload);
+}
+
+static int enqueue_why_cb(void *self, void *payload, const blq_dlq_why *why)
+{
+	return blq_dump_enqueue_why(self, payload, why);
 }
 
 static int sync_cb(void *self)
@@ -173,7 +203,8 @@ static int sync_cb(void *self)
 
 blq_enqueuer blq_dump_enqueuer(blq_dump *d)
 {
-	return (blq_enqueuer){.enqueue = enqueue_cb, .self = d, .sync = sync_cb};
+	return (blq_enqueuer){
+		.enqueue = enqueue_cb, .self = d, .sync = sync_cb, .enqueue_why = enqueue_why_cb};
 }
 
 /* ---- the flush thread --------------------------------------------- */
@@ -201,6 +232,7 @@ static bool take_batch(blq_dump *d)
 				d->out = d->cur;
 				d->cur = t;
 				d->cur.len = 0;
+				d->out_format = d->cur_format;
 				d->out_off = 0;
 				d->out_left = d->cur_count;
 				d->cur_count = 0;
@@ -234,7 +266,8 @@ static void write_out(blq_dump *d, attempt *a)
 	blq_dump_batch b = {.version = d->cfg.version,
 			    .data = d->out.p + d->out_off,
 			    .len = d->out.len - d->out_off,
-			    .count = d->out_left};
+			    .count = d->out_left,
+			    .format = d->out_format};
 	blq_dump_writer *ws[2] = {d->cfg.writer, d->cfg.fallback};
 	size_t *dones[2] = {&a->done_main, &a->done_fb};
 
@@ -401,6 +434,7 @@ blq_dump *blq_dump_new(const blq_dump_config *cfg, blq_error *err)
 	if (d->cfg.close_timeout_ns == 0)
 		d->cfg.close_timeout_ns = DEFAULT_CLOSE_TIMEOUT;
 	d->retry_ns = d->cfg.retry_interval_ns;
+	d->cur_format = d->out_format = 1;
 	pthread_mutex_init(&d->mu, NULL);
 	blq__cond_init_monotonic(&d->wake);
 	blq__cond_init_monotonic(&d->room);

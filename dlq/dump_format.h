@@ -3,12 +3,27 @@
  * installed. All integers little-endian.
  *
  *   file    = header record*
- *   header  = "BLQD" u16 format(=1) u16 flags(=0) u64 version      16 bytes
+ *   header  = "BLQD" u16 format(1 or 2) u16 flags(=0) u64 version  16 bytes
  *   record  = u32 len u32 restores u32 crc32c byte[len]       12 + len bytes
+ *   format 1: byte[len] = data
+ *   format 2: byte[len] = meta data
+ *   meta    = u8 reason u8 qlen u32 attempts i32 rc u64 time_ns
+ *             byte[qlen] queue                              18 + qlen bytes
  *
  * crc32c covers the first 8 header bytes of the record (len, restores) and
- * the data, so a flipped length is caught like a flipped data byte. A
- * Redis entry's "r" field holds exactly one record.
+ * the len bytes after the header (format 2: the metadata too), so a flipped
+ * length or reason is caught like a flipped data byte. The framing is the
+ * same in both formats: 12 + len spans a record. meta is blq_dlq_why: the
+ * queue name without its NUL (no NUL inside), reason values passed through
+ * as stored. BLQ_DUMP_RECORD_MAX bounds the data; format 2's len may exceed
+ * it by the metadata's size.
+ *
+ * A dump writes format 1 (byte for byte what older versions wrote) until
+ * an item comes with a why (blq_dump_enqueue_why), then format 2, every
+ * record with its metadata (all zero for items without a why). A Redis
+ * entry's "r" field holds exactly one format-1 record, its "r2" field one
+ * format-2 record (older readers do not know "r2": they set the entry
+ * aside, quarantined, instead of misreading it).
  */
 #ifndef BLQ_DLQ_DUMP_FORMAT_H
 #define BLQ_DLQ_DUMP_FORMAT_H
@@ -20,9 +35,11 @@
 #include <blq/dlqdump.h>
 
 #define BLQ__DUMP_MAGIC "BLQD"
-#define BLQ__DUMP_FORMAT 1u
+#define BLQ__DUMP_FORMAT BLQ_DUMP_FORMAT /* the newest this code reads */
 #define BLQ__DUMP_HEADER 16u
 #define BLQ__DUMP_REC_HEADER 12u
+#define BLQ__DUMP_META 18u /* format 2's metadata without the queue name */
+#define BLQ__DUMP_META_MAX (BLQ__DUMP_META + BLQ_DLQ_QUEUE_MAX)
 
 /* Outcomes of parsing: 1 a record, 0 the clean end, negative damage. */
 enum blq__dump_parse {
@@ -34,6 +51,7 @@ enum blq__dump_parse {
 	BLQ__DUMP_TRUNCATED = -4,    /* a record cut short by the end */
 	BLQ__DUMP_TOO_LONG = -5,     /* a length above BLQ_DUMP_RECORD_MAX */
 	BLQ__DUMP_BAD_CRC = -6,
+	BLQ__DUMP_BAD_META = -7,     /* a format-2 record's metadata does not fit it */
 };
 
 /* A words-for-humans name of a parse outcome ("bad checksum"). */
@@ -62,23 +80,46 @@ typedef struct blq__buf {
 int blq__buf_reserve(blq__buf *b, size_t extra);
 void blq__buf_free(blq__buf *b);
 
+/* A batch's format (0, from a batch made by hand, is 1), or 0 with a
+ * message in err when this code does not write it. */
+unsigned blq__dump_batch_format(const blq_dump_batch *b, blq_error *err);
+
 /* Writes the 16-byte file header. */
-void blq__dump_header_put(unsigned char out[BLQ__DUMP_HEADER], uint64_t version);
+void blq__dump_header_put(unsigned char out[BLQ__DUMP_HEADER], unsigned format, uint64_t version);
 
-/* Checks a file header in n bytes at p: BLQ__DUMP_OK with *version set, or
- * a damage code. */
-int blq__dump_header_check(const unsigned char *p, size_t n, uint64_t *version);
+/* Checks a file header in n bytes at p: BLQ__DUMP_OK with *format (1 or 2)
+ * and *version set, or a damage code. */
+int blq__dump_header_check(const unsigned char *p, size_t n, unsigned *format, uint64_t *version);
 
-/* Fills the 12-byte record header in front of len data bytes at hdr + 12. */
+/* Makes why say nothing (reason unknown, no queue; the name's tail is not
+ * touched), and true when it says nothing: no metadata needed. */
+void blq__dump_why_clear(blq_dlq_why *why);
+bool blq__dump_why_empty(const blq_dlq_why *why);
+
+/* The metadata's size for why (format 2), and its bytes at p. */
+size_t blq__dump_meta_size(const blq_dlq_why *why);
+void blq__dump_meta_put(unsigned char *p, const blq_dlq_why *why);
+
+/* Fills the 12-byte record header in front of the len bytes at hdr + 12
+ * (format 2: metadata and data). */
 void blq__dump_rec_seal(unsigned char *hdr, uint32_t len, uint32_t restores);
 
-/* Appends one record (header and data) to b. Returns 0 or BLQ_ENOMEM. */
-int blq__dump_rec_append(blq__buf *b, const void *data, size_t len, uint32_t restores);
+/* Appends one record of `format` (1: why is ignored; 2: why's metadata,
+ * NULL for none) to b. Returns 0, BLQ_ENOMEM or BLQ_EINVAL (len above
+ * BLQ_DUMP_RECORD_MAX). */
+int blq__dump_rec_append(blq__buf *b, unsigned format, const void *data, size_t len,
+			 uint32_t restores, const blq_dlq_why *why);
 
-/* Parses the record at p[*off..n): BLQ__DUMP_OK (rec set, *off advanced),
- * BLQ__DUMP_END when *off == n, or a damage code (*off unchanged). Never
- * reads outside p[0..n), never allocates. */
-int blq__dump_rec_parse(const unsigned char *p, size_t n, size_t *off, blq_dump_record *rec);
+/* Rewrites b's `count` format-1 records as format-2 ones (empty metadata),
+ * resealed. Returns 0 or BLQ_ENOMEM (b unchanged). */
+int blq__dump_upgrade(blq__buf *b, size_t count);
+
+/* Parses the record of `format` at p[*off..n): BLQ__DUMP_OK (rec's data,
+ * len, restores and why set, *off advanced), BLQ__DUMP_END when *off == n,
+ * or a damage code (*off unchanged). Never reads outside p[0..n), never
+ * allocates. */
+int blq__dump_rec_parse(const unsigned char *p, size_t n, unsigned format, size_t *off,
+			blq_dump_record *rec);
 
 /* Bytes taken by the first k records of a well-formed batch. */
 size_t blq__dump_rec_span(const unsigned char *p, size_t k);

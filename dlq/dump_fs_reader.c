@@ -13,10 +13,11 @@
  *   Records are parsed in place (dump_format.c), each checked against the
  *   end of the buffer, BLQ_DUMP_RECORD_MAX and its CRC before use.
  * - Damage (bad magic, unknown format, another version, a bad checksum, a
- *   truncated tail, an absurd length, an oversized file) ends the records
- *   at that point: the good records before it are handed out, and commit()
- *   moves the file into the quarantine directory instead of deleting it,
- *   with a warn log line and the quarantined metric. Nothing is deleted
+ *   truncated tail, an absurd length, a format-2 record whose metadata does
+ *   not fit it, an oversized file) ends the records at that point: the
+ *   good records before it are handed out, and commit() moves the file
+ *   into the quarantine directory instead of deleting it, with a warn log
+ *   line and the quarantined metric. Nothing is deleted
  *   that was not restored; nothing crashes on a bad file.
  * - Progress: done() marks a record in memory (a done prefix plus a
  *   bitmap past it); sync() writes the checkpoint (dump_fs_checkpoint.h),
@@ -79,6 +80,7 @@ typedef struct fs_dump {
 	int damage;      /* 0, a BLQ__DUMP_* damage code or DAMAGE_* */
 	size_t damage_at;
 	uint64_t file_version;
+	unsigned format;  /* the file's: 1 or 2 */
 	size_t good;     /* records handed out */
 	uint64_t next;   /* index of the next record parsed */
 	/* Progress, as the checkpoint holds it: done = [0, ck.prefix) plus
@@ -253,7 +255,7 @@ static int claim(fs_reader *r, const char *path, fs_dump **out, blq_error *err)
 			       ? blq__error_set(err, rc, "fs reader: out of memory")
 			       : blq__error_set(err, rc, "cannot read \"%s\": %s", path, strerror(e));
 	}
-	rc = blq__dump_header_check(d->buf, d->len, &d->file_version);
+	rc = blq__dump_header_check(d->buf, d->len, &d->format, &d->file_version);
 	if (rc != BLQ__DUMP_OK)
 		d->damage = rc;
 	else if (d->file_version != r->version)
@@ -304,7 +306,7 @@ static int fs_record(blq_dump_reader *rd, void *dump, blq_dump_record *rec, blq_
 		if (d->damage != 0)
 			return 0;
 		size_t at = d->off;
-		int rc = blq__dump_rec_parse(d->buf, d->len, &d->off, rec);
+		int rc = blq__dump_rec_parse(d->buf, d->len, d->format, &d->off, rec);
 		if (rc == BLQ__DUMP_OK) {
 			uint64_t i = d->next++;
 			if (is_done(d, i))
@@ -373,8 +375,11 @@ static void describe(const fs_reader *r, const fs_dump *d, char *out, size_t cap
 			 (unsigned long long)d->file_version, (unsigned long long)r->version);
 	else if (d->damage == DAMAGE_SIZE)
 		snprintf(out, cap, "file larger than %llu bytes", (unsigned long long)FILE_MAX);
-	else if (d->damage == BLQ__DUMP_SHORT_HEADER || d->damage == BLQ__DUMP_BAD_MAGIC ||
-		 d->damage == BLQ__DUMP_BAD_FORMAT)
+	else if (d->damage == BLQ__DUMP_BAD_FORMAT)
+		snprintf(out, cap, "%s %u (flags %#x), this reader reads 1..%u",
+			 blq__dump_parse_str(d->damage), (unsigned)d->buf[4] | (unsigned)d->buf[5] << 8,
+			 (unsigned)d->buf[6] | (unsigned)d->buf[7] << 8, BLQ__DUMP_FORMAT);
+	else if (d->damage == BLQ__DUMP_SHORT_HEADER || d->damage == BLQ__DUMP_BAD_MAGIC)
 		snprintf(out, cap, "%s", blq__dump_parse_str(d->damage));
 	else
 		snprintf(out, cap, "%s at offset %zu", blq__dump_parse_str(d->damage), d->damage_at);

@@ -9,6 +9,8 @@
  *   the file system lacks it), and the directory is fsync'd. A reader sees
  *   either no file or a whole one; a crash leaves at most a hidden
  *   temporary file, whose items were never reported as written.
+ * - The header says the batch's format (1, or 2 with each record's
+ *   metadata): the records are written as the dump framed them.
  * - Final names: the strftime mask in local time with %i replaced by a
  *   per-writer counter (zero-padded to 6 digits, so names sort in write
  *   order within a second). A name already taken (another process, a
@@ -149,11 +151,14 @@ static int fs_write(blq_dump_writer *w, const blq_dump_batch *b, size_t *done, b
 	char tmp[PATH_MAX + sizeof(TMP_NAME)];
 
 	*done = 0;
+	unsigned format = blq__dump_batch_format(b, err);
+	if (format == 0)
+		return BLQ_EINVAL;
 	snprintf(tmp, sizeof(tmp), "%s" TMP_NAME, f->dir);
 	int fd = mkostemps(tmp, TMP_SUFFIX, O_CLOEXEC);
 	if (fd < 0)
 		return fail(err, "cannot create a file in directory", f->dir);
-	blq__dump_header_put(hdr, b->version);
+	blq__dump_header_put(hdr, format, b->version);
 	struct iovec iov[2] = {{hdr, sizeof(hdr)}, {(void *)b->data, b->len}};
 	if (write_all(fd, iov, 2) != 0 || fsync(fd) != 0) {
 		int e = errno;

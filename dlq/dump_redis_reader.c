@@ -19,10 +19,12 @@
  * - Entries from steps 1 and 2 are redeliveries: XPENDING gives their
  *   delivery counts (the current delivery included), handed out as
  *   blq_dump_record.deliveries = count - 1.
- * - record() checks each entry: fields v and r present, v equal to the
- *   reader's version, r exactly one well-formed record (length, CRC). A bad
- *   entry is copied to "<key>:quarantine" (with its id and the reason) and
- *   acked with the rest: set aside, never deleted unseen.
+ * - record() checks each entry: fields v and r (a format-1 record) or r2
+ *   (format 2: with why the item was dead-lettered) present, v equal to
+ *   the reader's version, the record field exactly one well-formed record
+ *   (length, CRC, metadata). A bad entry is copied to "<key>:quarantine"
+ *   (with its id and the reason) and acked with the rest: set aside, never
+ *   deleted unseen.
  * - done() queues an entry's ack; sync() (or a full queue of ACK_BATCH
  *   acks) sends XACK and XDEL for them, pipelined. Until then an entry
  *   stays pending, so a crash anywhere before it means it is delivered
@@ -312,12 +314,14 @@ static int rr_next(blq_dump_reader *rd, void **dump, blq_error *err)
 	return 1;
 }
 
-/* Copies a bad entry to the quarantine stream. */
+/* Copies a bad entry to the quarantine stream (its record field under
+ * its own name, rf). */
 static int quarantine(redis_reader *rr, const redisReply *id, const redisReply *v,
-		      const redisReply *r, const char *why, blq_error *err)
+		      const char *rf, const redisReply *r, const char *why, blq_error *err)
 {
-	const char *argv[10] = {"XADD", rr->qkey, "*", "id", id->str, "reason", why};
-	size_t lens[10] = {4, strlen(rr->qkey), 1, 2, id->len, 6, strlen(why)};
+	/* 7 + v + the record: 11 arguments at most. */
+	const char *argv[11] = {"XADD", rr->qkey, "*", "id", id->str, "reason", why};
+	size_t lens[11] = {4, strlen(rr->qkey), 1, 2, id->len, 6, strlen(why)};
 	int argc = 7;
 
 	if (v != NULL) {
@@ -327,8 +331,8 @@ static int quarantine(redis_reader *rr, const redisReply *id, const redisReply *
 		lens[argc++] = v->len;
 	}
 	if (r != NULL) {
-		argv[argc] = "r";
-		lens[argc++] = 1;
+		argv[argc] = rf;
+		lens[argc++] = strlen(rf);
 		argv[argc] = r->str;
 		lens[argc++] = r->len;
 	}
@@ -345,23 +349,37 @@ static int quarantine(redis_reader *rr, const redisReply *id, const redisReply *
 	return 0;
 }
 
-/* Checks one entry; fills rec or says why it is bad. */
+/* Checks one entry; fills rec or says why it is bad. *rf names the
+ * record's field ("r": format 1, "r2": format 2). */
 static const char *check_entry(redis_reader *rr, const redisReply *fields, const redisReply **v,
-			       const redisReply **r, blq_dump_record *rec)
+			       const char **rf, const redisReply **r, blq_dump_record *rec)
 {
+	unsigned format = 0;
+
 	*v = *r = NULL;
+	*rf = "r";
 	for (size_t i = 0; i + 1 < fields->elements; i += 2) {
 		const redisReply *f = fields->element[i], *x = fields->element[i + 1];
+		unsigned fmt = 0;
 
 		if (!is_str(f) || !is_str(x))
 			continue;
 		if (f->len == 1 && f->str[0] == 'v')
 			*v = x;
 		else if (f->len == 1 && f->str[0] == 'r')
-			*r = x;
+			fmt = 1;
+		else if (f->len == 2 && f->str[0] == 'r' && f->str[1] == '2')
+			fmt = 2;
+		if (fmt == 0)
+			continue;
+		if (*r != NULL)
+			return "more than one record field (r, r2)";
+		*r = x;
+		*rf = fmt == 1 ? "r" : "r2";
+		format = fmt;
 	}
 	if (*v == NULL || *r == NULL)
-		return "missing field v or r";
+		return "missing field v or r (format 1) / r2 (format 2)";
 	char buf[24], *end;
 	if ((*v)->len == 0 || (*v)->len >= sizeof(buf))
 		return "bad version field";
@@ -373,7 +391,7 @@ static const char *check_entry(redis_reader *rr, const redisReply *fields, const
 	if (ver != rr->version)
 		return "version mismatch";
 	size_t off = 0;
-	int rc = blq__dump_rec_parse((const unsigned char *)(*r)->str, (*r)->len, &off, rec);
+	int rc = blq__dump_rec_parse((const unsigned char *)(*r)->str, (*r)->len, format, &off, rec);
 	if (rc != BLQ__DUMP_OK)
 		return blq__dump_parse_str(rc);
 	if (off != (*r)->len)
@@ -425,13 +443,14 @@ static int rr_record(blq_dump_reader *rd, void *dump, blq_dump_record *rec, blq_
 			continue;
 		}
 		const redisReply *v, *r;
-		const char *why = check_entry(rr, e->element[1], &v, &r, rec);
+		const char *rf;
+		const char *why = check_entry(rr, e->element[1], &v, &rf, &r, rec);
 		if (why == NULL) {
 			rec->index = i;
 			rec->deliveries = d->deliveries != NULL ? d->deliveries[i] : 0;
 			return 1;
 		}
-		int rc = quarantine(rr, e->element[0], v, r, why, err);
+		int rc = quarantine(rr, e->element[0], v, rf, r, why, err);
 		if (rc != 0)
 			return rc;
 		queue_ack(d, i); /* set aside: the copy is in the quarantine */

@@ -10,10 +10,14 @@
  *   dead consumers' lists: the same thing built by hand.
  * - Entry: XADD <key> * v <version> r <record>, where <record> is the
  *   record exactly as in a dump file (len, restores, crc32c, bytes), so a
- *   reader checks it the same way. Commands are built with
- *   redisAppendCommandArgv (binary-safe lengths, never %s) and pipelined,
- *   `pipeline` per round trip; replies come back in order, so the count of
- *   good replies before a failure is the count of records known durable.
+ *   reader checks it the same way. A format-2 record (with why the item
+ *   was dead-lettered) goes in field r2 instead: a reader older than
+ *   format 2 finds no r and sets the entry aside rather than misreading
+ *   the metadata as the item.
+ * - Commands are built with redisAppendCommandArgv (binary-safe lengths,
+ *   never %s) and pipelined, `pipeline` per round trip; replies come back
+ *   in order, so the count of good replies before a failure is the count
+ *   of records known durable.
  * - A failure (I/O, timeout, an error reply) drops the connection: the
  *   dump retries the records after the good ones (entries the server
  *   took without our reading the reply become duplicates, never losses),
@@ -43,6 +47,10 @@ static int rw_write(blq_dump_writer *w, const blq_dump_batch *b, size_t *done, b
 	size_t off = 0, i = 0;
 
 	*done = 0;
+	unsigned format = blq__dump_batch_format(b, err);
+	if (format == 0)
+		return BLQ_EINVAL;
+	const char *field = format == 1 ? "r" : "r2";
 	if (blq__redis_ready(&rw->conn, err) != 0)
 		return BLQ_EIO;
 	int vlen = snprintf(ver, sizeof(ver), "%llu", (unsigned long long)b->version);
@@ -51,9 +59,9 @@ static int rw_write(blq_dump_writer *w, const blq_dump_batch *b, size_t *done, b
 
 		for (; i < b->count && n < rw->pipeline; i++, n++) {
 			size_t rec = BLQ__DUMP_REC_HEADER + blq__get32(b->data + off);
-			const char *argv[7] = {"XADD", rw->key, "*", "v", ver, "r",
+			const char *argv[7] = {"XADD", rw->key, "*", "v", ver, field,
 					       (const char *)b->data + off};
-			size_t lens[7] = {4, strlen(rw->key), 1, 1, (size_t)vlen, 1, rec};
+			size_t lens[7] = {4, strlen(rw->key), 1, 1, (size_t)vlen, strlen(field), rec};
 
 			if (redisAppendCommandArgv(rw->conn.c, 7, argv, lens) != REDIS_OK) {
 				blq__redis_drop(&rw->conn, err);

@@ -24,7 +24,10 @@
  *   target dropped it at a force close) and a refusal make it "returned":
  *   not done, restored again later. A record past max_restores (restores
  *   plus deliveries) or undecodable goes to the dead store and is done
- *   once that write succeeded.
+ *   once that write succeeded; it keeps its restore count and why it was
+ *   dead-lettered (the dead batch turns format 2 at its first such
+ *   record). A restored item that leaks again is dead-lettered anew, with
+ *   the target's reason.
  * - Done marks reach the reader with done(); sync() makes them durable
  *   (a file's checkpoint, acks of stream entries). A dump whose records
  *   were all handed out and all done is committed (file removed, entries
@@ -137,6 +140,7 @@ struct blq_restorer {
 	blq__buf dead_buf;
 	size_t dead_count;
 	uint64_t dead_version;
+	unsigned dead_format; /* dead_buf's: 1 until a record with a why */
 	bool dlq_volatile;   /* the target's DLQ has no sync */
 	bool target_refused; /* logged once per refusal episode */
 	uint64_t next_poll;  /* when next() may be asked again */
@@ -383,8 +387,15 @@ static bool take_outcomes(blq_restorer *r)
 
 static int to_dead(blq_restorer *r, slot *s, const blq_dump_record *rec)
 {
-	int rc = blq__dump_rec_append(&r->dead_buf, rec->data, rec->len, rec->restores);
+	bool why = !blq__dump_why_empty(&rec->why);
 
+	if (why && r->dead_format == 1) {
+		if (blq__dump_upgrade(&r->dead_buf, r->dead_count) != 0)
+			return BLQ_ENOMEM;
+		r->dead_format = 2;
+	}
+	int rc = blq__dump_rec_append(&r->dead_buf, r->dead_format, rec->data, rec->len,
+				      rec->restores, why ? &rec->why : NULL);
 	if (rc != 0)
 		return rc;
 	r->dead_count++;
@@ -397,7 +408,8 @@ static int to_dead(blq_restorer *r, slot *s, const blq_dump_record *rec)
 
 static bool flush_dead(blq_restorer *r)
 {
-	blq_dump_batch b = {r->dead_version, r->dead_buf.p, r->dead_buf.len, r->dead_count};
+	blq_dump_batch b = {r->dead_version, r->dead_buf.p, r->dead_buf.len, r->dead_count,
+			    r->dead_format};
 	blq_error err = {0, ""};
 	size_t done = 0;
 
@@ -416,6 +428,7 @@ static bool flush_dead(blq_restorer *r)
 	r->deads = NULL;
 	r->dead_count = 0;
 	r->dead_buf.len = 0;
+	r->dead_format = 1;
 	while (s != NULL) {
 		slot *next = s->next;
 		settle_done(r, s);
@@ -635,6 +648,7 @@ static int next_record(blq_restorer *r, uint64_t now, blq_dump_record *rec)
 		}
 		odump *d = r->cur;
 		blq_error err = {0, ""};
+		blq__dump_why_clear(&rec->why); /* for readers that do not set it */
 		int rc = rd->record(rd, d->h, rec, &err);
 		if (rc == 1)
 			return 1;
@@ -900,6 +914,7 @@ blq_restorer *blq_restorer_new(const blq_restorer_config *cfg, blq_error *err)
 	}
 	r->cfg = *cfg;
 	r->cfg.name = r->name;
+	r->dead_format = 1;
 	if (r->cfg.check_interval_ns == 0)
 		r->cfg.check_interval_ns = DEFAULT_CHECK;
 	if (r->cfg.postpone_interval_ns == 0)

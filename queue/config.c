@@ -72,6 +72,9 @@ static int check_leak(const blq_config *c, blq_error *err)
 				      (int)c->leak_direction);
 	if (c->dlq.enqueue == NULL && c->dlq.self != NULL)
 		return bad(err, "%s: self is set but enqueue is NULL", "dlq");
+	if (c->dlq.enqueue == NULL && c->dlq.enqueue_why != NULL)
+		return bad(err, "%s: enqueue_why is set but enqueue is NULL (both are needed)",
+			   "dlq");
 	if (c->fail_to_dlq && c->dlq.enqueue == NULL)
 		return bad(err, "%s: needs a dlq", "fail_to_dlq");
 	if (c->deadline_to_dlq && c->dlq.enqueue == NULL)

@@ -50,12 +50,12 @@ static bool leak(blq *q, blq__cell *c, const blq__item *it)
 		 * frees no room here (that ring is not where ours goes). */
 		for (unsigned a = 0; a < q->cfg.front_leak_attempts; a++) {
 			if (blq__pop_rings(q, 0, &old))
-				blq__to_dlq(q, c, &old, &c->leaked_front, BLQ_LEAK_FRONT);
+				blq__to_dlq(q, c, &old, BLQ_DLQ_OVERFLOW_FRONT, 0);
 			if (blq__push_any(q, it))
 				return true;
 		}
 	}
-	blq__to_dlq(q, c, it, &c->leaked_rear, BLQ_LEAK_REAR);
+	blq__to_dlq(q, c, it, BLQ_DLQ_OVERFLOW_REAR, 0);
 	return false;
 }
 

@@ -146,7 +146,7 @@ static int take_in(blq *q, blq__cell *c, blq__item *it, enum blq__mode mode, uin
 		/* A full timer leaks the new item (rear), whatever
 		 * leak_direction says: its oldest entries are the ones due
 		 * next. */
-		blq__to_dlq(q, c, it, &c->leaked_rear, BLQ_LEAK_REAR);
+		blq__to_dlq(q, c, it, BLQ_DLQ_OVERFLOW_REAR, 0);
 		rc = 0;
 	}
 	return rc;

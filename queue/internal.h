@@ -359,8 +359,10 @@ int blq__engine_setup(blq *q, unsigned *streams);
 void blq__processed(blq *q, blq__cell *own, const blq__item *it);
 void blq__drop(blq *q, const blq__item *it, _Atomic uint64_t *counter, enum blq_outcome o);
 void blq__lose(blq *q, blq__cell *c, const blq__item *it);
-void blq__to_dlq(blq *q, blq__cell *c, const blq__item *it, _Atomic uint64_t *leak_counter,
-		 enum blq_leak_dir dir);
+/* To the DLQ, saying why (the reason picks the leak counter and the
+ * metric's direction); rc: the failed attempt's return value
+ * (BLQ_DLQ_FAILED), else 0. A refusing DLQ makes it lost. */
+void blq__to_dlq(blq *q, blq__cell *c, const blq__item *it, enum blq_dlq_reason why, int rc);
 /* An item still queued at a Soft or Hard close: to the DLQ, or lost. */
 void blq__abandon(blq *q, blq__cell *c, const blq__item *it);
 /* Cancelled through its handle: freed, counted cancelled. (The DLQ and
@@ -376,10 +378,10 @@ bool blq__handle_begin(const blq_done *d, struct blq_task *t);
 /* The attempt returned: unpublished. True when the item was cancelled. */
 bool blq__handle_end(const blq_done *d, struct blq_task *t);
 
-/* retry.c: a failed attempt with retries left. True when the item went
- * somewhere (the timer, a ring, the DLQ); false: no room anywhere, run it
- * again now on this worker. */
-bool blq__retry(blq *q, blq__worker *w, blq__item *it);
+/* retry.c: a failed attempt with retries left, rc what a DLQ hears of it
+ * (blq_dlq_why.rc). True when the item went somewhere (the timer, a ring,
+ * the DLQ); false: no room anywhere, run it again now on this worker. */
+bool blq__retry(blq *q, blq__worker *w, blq__item *it, int rc);
 
 /* timer.c */
 int blq__timer_init(blq *q);

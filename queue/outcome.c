@@ -5,7 +5,15 @@
  * metrics event, and then runs the completion hooks (the job's, then the
  * config's), so that a hook sees the counters already updated.
  * blq_enqueue_wait is one such hook (wait.c).
+ *
+ * An item leaves for the DLQ with its reason (blq__to_dlq), which picks
+ * its leak counter; a DLQ with enqueue_why hears it, with the attempts
+ * that ran, the failed attempt's code, the queue's name and its wall
+ * clock's time: a clock read and a copy of the name, on the leak path
+ * only.
  */
+#include <string.h>
+
 #include "internal.h"
 
 /* The hooks, out of line: an item without one pays a load and a branch
@@ -72,15 +80,59 @@ void blq__lose(blq *q, blq__cell *c, const blq__item *it)
 		m->queue_lost(m->ctx, q->name);
 }
 
-void blq__to_dlq(blq *q, blq__cell *c, const blq__item *it, _Atomic uint64_t *leak_counter,
-		 enum blq_leak_dir dir)
+/* The DLQ told why (blq_enqueuer.enqueue_why). Out of line: the why and
+ * its name copy stay off the stack of DLQs that do not ask. */
+static __attribute__((noinline)) int enqueue_why(blq *q, const blq__item *it,
+						 enum blq_dlq_reason reason, int rc)
+{
+	const blq_enqueuer *d = &q->cfg.dlq;
+	blq_dlq_why why;
+
+	why.reason = reason;
+	/* attempt is the next attempt's number for an item that waits, the
+	 * one that just ran for a failed one. */
+	why.attempts = reason == BLQ_DLQ_FAILED ? it->attempt : it->attempt - (it->attempt > 0);
+	why.rc = reason == BLQ_DLQ_FAILED ? rc : 0;
+	why.time_ns = q->cfg.clock.wall_ns(q->cfg.clock.ctx);
+	_Static_assert(BLQ__NAME_MAX <= BLQ_DLQ_QUEUE_MAX, "a queue name fits a why");
+	memcpy(why.queue, q->name, strlen(q->name) + 1);
+	return d->enqueue_why(d->self, it->payload, &why);
+}
+
+/* A reason's leak counter, and the direction its queue_leak event says
+ * (front for the oldest items: moved out, or left at a close). */
+static _Atomic uint64_t *leak_counter(blq__cell *c, enum blq_dlq_reason why,
+				      enum blq_leak_dir *dir)
+{
+	*dir = why == BLQ_DLQ_OVERFLOW_FRONT || why == BLQ_DLQ_CLOSED ? BLQ_LEAK_FRONT
+								      : BLQ_LEAK_REAR;
+	switch (why) {
+	case BLQ_DLQ_OVERFLOW_FRONT:
+		return &c->leaked_front;
+	case BLQ_DLQ_FAILED:
+		return &c->leaked_failed;
+	case BLQ_DLQ_DEADLINE:
+		return &c->leaked_deadline;
+	case BLQ_DLQ_CLOSED:
+		return &c->leaked_closed;
+	default: /* BLQ_DLQ_OVERFLOW_REAR */
+		return &c->leaked_rear;
+	}
+}
+
+void blq__to_dlq(blq *q, blq__cell *c, const blq__item *it, enum blq_dlq_reason why, int rc)
 {
 	const blq_metrics_writer *m = q->cfg.metrics;
+	const blq_enqueuer *d = &q->cfg.dlq;
 
 	if (ends_cancelled(q, c, it))
 		return;
-	if (q->cfg.dlq.enqueue(q->cfg.dlq.self, it->payload) == 0) {
-		blq__count_shared(leak_counter);
+	int took = d->enqueue_why != NULL ? enqueue_why(q, it, why, rc)
+					  : d->enqueue(d->self, it->payload);
+	if (took == 0) {
+		enum blq_leak_dir dir;
+
+		blq__count_shared(leak_counter(c, why, &dir));
 		if (m != NULL && m->queue_leak != NULL)
 			m->queue_leak(m->ctx, q->name, dir);
 		finish(q, it, BLQ_OUTCOME_LEAKED);
@@ -93,13 +145,14 @@ void blq__to_dlq(blq *q, blq__cell *c, const blq__item *it, _Atomic uint64_t *le
 
 void blq__core_leak(blq *q, blq__cell *c, const blq__item *it, enum blq_leak_dir dir)
 {
-	blq__to_dlq(q, c, it, dir == BLQ_LEAK_FRONT ? &c->leaked_front : &c->leaked_rear, dir);
+	blq__to_dlq(q, c, it, dir == BLQ_LEAK_FRONT ? BLQ_DLQ_OVERFLOW_FRONT : BLQ_DLQ_OVERFLOW_REAR,
+		    0);
 }
 
 void blq__abandon(blq *q, blq__cell *c, const blq__item *it)
 {
 	if (q->leaky)
-		blq__to_dlq(q, c, it, &c->leaked_closed, BLQ_LEAK_FRONT);
+		blq__to_dlq(q, c, it, BLQ_DLQ_CLOSED, 0);
 	else
 		blq__lose(q, c, it);
 }

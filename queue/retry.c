@@ -44,10 +44,13 @@ static void retried(blq *q, blq__worker *w, uint64_t d)
 		m->queue_retry(m->ctx, q->name, d);
 }
 
-bool blq__retry(blq *q, blq__worker *w, blq__item *it)
+bool blq__retry(blq *q, blq__worker *w, blq__item *it, int rc)
 {
 	if (atomic_load_explicit(&q->forced, memory_order_acquire)) {
-		/* No retry after a force: it ends like the queued items. */
+		/* No retry after a force: it ends like the queued items, as
+		 * one waiting for its next attempt (so a DLQ hears of the
+		 * attempts that ran, this one included). */
+		it->attempt++;
 		blq__abandon(q, w->cell, it);
 		return true;
 	}
@@ -67,7 +70,7 @@ bool blq__retry(blq *q, blq__worker *w, blq__item *it)
 		}
 		if (q->leaky) {
 			it->attempt--;
-			blq__to_dlq(q, w->cell, it, &w->cell->leaked_failed, BLQ_LEAK_REAR);
+			blq__to_dlq(q, w->cell, it, BLQ_DLQ_FAILED, rc);
 			return true;
 		}
 		blq__log(q, BLQ_LOG_DEBUG, "queue %s: timer full, a retry skips its backoff",

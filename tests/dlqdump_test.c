@@ -4,7 +4,10 @@
  * files (quarantined, good records restored), failing writes (tiny tmpfs
  * or a directory replaced by a file: reported, buffered, refused or
  * dropped, always counted), the fallback writer, the restore limit and
- * the dead store, and the Prometheus families (promtool).
+ * the dead store, the Prometheus families (promtool), and why each item
+ * was dead-lettered (format 2: every reason from real queues into a
+ * directory and a Redis stream, format 1 still read, the metadata under
+ * the checksum, the dead store keeping it).
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -157,40 +160,41 @@ Test(dlqdump, crc32c_check_value_and_record_parse)
 	cr_expect_eq(blq__crc32c(blq__crc32c(0, "1234", 4), "56789", 5), 0xE3069283u);
 
 	blq__buf b = {0};
-	cr_assert_eq(blq__dump_rec_append(&b, "hello", 5, 3), 0);
-	cr_assert_eq(blq__dump_rec_append(&b, "", 0, 0), 0);
+	cr_assert_eq(blq__dump_rec_append(&b, 1, "hello", 5, 3, NULL), 0);
+	cr_assert_eq(blq__dump_rec_append(&b, 1, "", 0, 0, NULL), 0);
 	size_t off = 0;
 	blq_dump_record rec;
-	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, &off, &rec), BLQ__DUMP_OK);
+	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, 1, &off, &rec), BLQ__DUMP_OK);
 	cr_expect_eq(rec.len, 5);
 	cr_expect_eq(rec.restores, 3);
 	cr_expect(memcmp(rec.data, "hello", 5) == 0);
-	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, &off, &rec), BLQ__DUMP_OK);
+	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, 1, &off, &rec), BLQ__DUMP_OK);
 	cr_expect_eq(rec.len, 0);
-	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, &off, &rec), BLQ__DUMP_END);
+	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, 1, &off, &rec), BLQ__DUMP_END);
 
 	off = 0; /* truncated: every cut of the first record */
 	for (size_t cut = 1; cut < 17; cut++)
-		cr_expect_eq(blq__dump_rec_parse(b.p, cut, &off, &rec), BLQ__DUMP_TRUNCATED,
+		cr_expect_eq(blq__dump_rec_parse(b.p, cut, 1, &off, &rec), BLQ__DUMP_TRUNCATED,
 			     "cut %zu", cut);
 	b.p[14] ^= 1; /* a data byte */
-	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, &off, &rec), BLQ__DUMP_BAD_CRC);
+	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, 1, &off, &rec), BLQ__DUMP_BAD_CRC);
 	b.p[14] ^= 1;
 	b.p[4] ^= 1; /* the restore count is covered too */
-	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, &off, &rec), BLQ__DUMP_BAD_CRC);
+	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, 1, &off, &rec), BLQ__DUMP_BAD_CRC);
 	blq__put32(b.p, 0xFFFFFFF0u); /* absurd length: refused before any use */
-	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, &off, &rec), BLQ__DUMP_TOO_LONG);
+	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, 1, &off, &rec), BLQ__DUMP_TOO_LONG);
 	cr_expect_eq(off, 0);
 	blq__buf_free(&b);
 
 	unsigned char h[BLQ__DUMP_HEADER];
 	uint64_t v = 0;
-	blq__dump_header_put(h, 0x0102030405060708ull);
-	cr_expect_eq(blq__dump_header_check(h, sizeof(h), &v), BLQ__DUMP_OK);
+	unsigned fmt = 0;
+	blq__dump_header_put(h, 1, 0x0102030405060708ull);
+	cr_expect_eq(blq__dump_header_check(h, sizeof(h), &fmt, &v), BLQ__DUMP_OK);
 	cr_expect_eq(v, 0x0102030405060708ull);
-	cr_expect_eq(blq__dump_header_check(h, 10, &v), BLQ__DUMP_SHORT_HEADER);
+	cr_expect_eq(blq__dump_header_check(h, 10, &fmt, &v), BLQ__DUMP_SHORT_HEADER);
 	h[0] = 'X';
-	cr_expect_eq(blq__dump_header_check(h, sizeof(h), &v), BLQ__DUMP_BAD_MAGIC);
+	cr_expect_eq(blq__dump_header_check(h, sizeof(h), &fmt, &v), BLQ__DUMP_BAD_MAGIC);
 }
 
 /* ---- configuration errors ----------------------------------------- */
@@ -838,6 +842,628 @@ Test(dlqdump, a_logger_may_call_back_into_the_dump)
 	blq_dump_free(logging_dump);
 }
 
+/* ---- why an item was dead-lettered (format 2) --------------------- */
+
+#define WALL_NS 1700000000123456789ull /* the queues' wall clock, held still */
+
+static void why_set(blq_dlq_why *w, enum blq_dlq_reason reason, uint32_t attempts, int32_t rc,
+		    uint64_t time_ns, const char *queue)
+{
+	memset(w, 0, sizeof(*w));
+	w->reason = reason;
+	w->attempts = attempts;
+	w->rc = rc;
+	w->time_ns = time_ns;
+	snprintf(w->queue, sizeof(w->queue), "%s", queue);
+}
+
+Test(dlqdump, format_2_records_carry_why_and_the_checksum_covers_it)
+{
+	blq_dlq_why w;
+	why_set(&w, BLQ_DLQ_FAILED, 3, -42, WALL_NS, "orders");
+	blq__buf b = {0};
+	cr_assert_eq(blq__dump_rec_append(&b, 2, "hello", 5, 1, &w), 0);
+	cr_assert_eq(blq__dump_rec_append(&b, 2, "", 0, 0, NULL), 0);
+	/* The cost: 18 bytes plus the queue's name per record. */
+	cr_expect_eq(b.len, (12 + 18 + 6 + 5) + (12 + 18));
+	size_t off = 0;
+	blq_dump_record rec;
+	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, 2, &off, &rec), BLQ__DUMP_OK);
+	cr_expect_eq(rec.len, 5);
+	cr_expect(memcmp(rec.data, "hello", 5) == 0);
+	cr_expect_eq(rec.restores, 1);
+	cr_expect_eq(rec.why.reason, BLQ_DLQ_FAILED);
+	cr_expect_eq(rec.why.attempts, 3);
+	cr_expect_eq(rec.why.rc, -42);
+	cr_expect_eq(rec.why.time_ns, WALL_NS);
+	cr_expect_str_eq(rec.why.queue, "orders");
+	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, 2, &off, &rec), BLQ__DUMP_OK);
+	cr_expect_eq(rec.len, 0);
+	cr_expect_eq(rec.why.reason, BLQ_DLQ_UNKNOWN);
+	cr_expect_str_eq(rec.why.queue, "");
+	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, 2, &off, &rec), BLQ__DUMP_END);
+
+	/* Every byte of the metadata is under the checksum. */
+	for (size_t i = 12; i < 12 + 18 + 6; i++) {
+		off = 0;
+		b.p[i] ^= 0x10;
+		cr_expect_eq(blq__dump_rec_parse(b.p, b.len, 2, &off, &rec), BLQ__DUMP_BAD_CRC,
+			     "byte %zu", i);
+		b.p[i] ^= 0x10;
+	}
+	/* Metadata that does not fit its record, even with a good checksum:
+	 * a length below 18, a name past the end, a NUL inside the name. */
+	unsigned char one[12 + 40] = {0};
+	blq__dump_rec_seal(one, 10, 0);
+	off = 0;
+	cr_expect_eq(blq__dump_rec_parse(one, 12 + 10, 2, &off, &rec), BLQ__DUMP_BAD_META);
+	one[12 + 1] = 30; /* qlen 30 in 20 bytes */
+	blq__dump_rec_seal(one, 20, 0);
+	cr_expect_eq(blq__dump_rec_parse(one, 12 + 20, 2, &off, &rec), BLQ__DUMP_BAD_META);
+	one[12 + 1] = 3;
+	memcpy(one + 12 + 18, "a\0b", 3);
+	blq__dump_rec_seal(one, 21, 0);
+	cr_expect_eq(blq__dump_rec_parse(one, 12 + 21, 2, &off, &rec), BLQ__DUMP_BAD_META);
+	cr_expect_eq(off, 0);
+	cr_expect_str_eq(blq__dump_parse_str(BLQ__DUMP_BAD_META), "bad metadata block");
+	/* A reason this build does not name (a newer writer's) is passed on. */
+	memcpy(one + 12 + 18, "abc", 3);
+	one[12] = 77;
+	blq__dump_rec_seal(one, 21, 0);
+	cr_expect_eq(blq__dump_rec_parse(one, 12 + 21, 2, &off, &rec), BLQ__DUMP_OK);
+	cr_expect_eq((int)rec.why.reason, 77);
+	cr_expect_str_eq(rec.why.queue, "abc");
+	cr_expect_str_eq(blq_dlq_reason_name(rec.why.reason), "unknown");
+	/* Format 2's length limit: the data's plus the largest metadata. */
+	off = 0;
+	blq__put32(b.p, BLQ_DUMP_RECORD_MAX + BLQ__DUMP_META_MAX + 1);
+	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, 2, &off, &rec), BLQ__DUMP_TOO_LONG);
+	blq__buf_free(&b);
+
+	/* A batch of format-1 records rewritten as format 2: same data and
+	 * restore counts, reason unknown. */
+	cr_assert_eq(blq__dump_rec_append(&b, 1, "abc", 3, 4, &w), 0);
+	cr_assert_eq(blq__dump_rec_append(&b, 1, "de", 2, 5, NULL), 0);
+	cr_expect_eq(b.len, 12 + 3 + 12 + 2, "format 1 has no metadata");
+	cr_assert_eq(blq__dump_upgrade(&b, 2), 0);
+	off = 0;
+	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, 2, &off, &rec), BLQ__DUMP_OK);
+	cr_expect(rec.len == 3 && memcmp(rec.data, "abc", 3) == 0 && rec.restores == 4);
+	cr_expect_eq(rec.why.reason, BLQ_DLQ_UNKNOWN);
+	cr_expect_eq(blq__dump_rec_parse(b.p, b.len, 2, &off, &rec), BLQ__DUMP_OK);
+	cr_expect(rec.len == 2 && memcmp(rec.data, "de", 2) == 0 && rec.restores == 5);
+	cr_expect_eq(off, b.len);
+	blq__buf_free(&b);
+
+	/* Headers: formats 1 and 2 read, 0 and 3 are unknown. */
+	unsigned char h[BLQ__DUMP_HEADER];
+	unsigned fmt = 0;
+	uint64_t v = 0;
+	blq__dump_header_put(h, 2, 9);
+	cr_expect_eq(blq__dump_header_check(h, sizeof(h), &fmt, &v), BLQ__DUMP_OK);
+	cr_expect(fmt == 2 && v == 9);
+	h[4] = 3;
+	cr_expect_eq(blq__dump_header_check(h, sizeof(h), &fmt, &v), BLQ__DUMP_BAD_FORMAT);
+	h[4] = 0;
+	cr_expect_eq(blq__dump_header_check(h, sizeof(h), &fmt, &v), BLQ__DUMP_BAD_FORMAT);
+
+	const char *names[] = {"unknown", "overflow rear", "overflow front", "failed", "deadline",
+			       "closed"};
+	for (int r = 0; r <= BLQ_DLQ_CLOSED; r++)
+		cr_expect_str_eq(blq_dlq_reason_name((enum blq_dlq_reason)r), names[r]);
+}
+
+/* The scenario: six queues, one per way out, leak into one dump. Each
+ * queue runs on its own fake clock (ctx) and the same fixed wall clock. */
+typedef struct why_q {
+	tu_gate gate;
+	_Atomic uint64_t now;
+	_Atomic int in_long;
+} why_q;
+
+static uint64_t why_now(void *ctx)
+{
+	return atomic_load(&((why_q *)ctx)->now);
+}
+
+static uint64_t why_wall(void *ctx)
+{
+	(void)ctx;
+	return WALL_NS;
+}
+
+/* By id: 0, 10, 40, 60 park on the gate; 20-22 fail with -42; 30 runs
+ * past its timeout; 50 fails with -7; 51 runs until cancelled. */
+static int why_worker(void *ctx, void *payload, blq_task *t)
+{
+	why_q *w = ctx;
+	uint64_t id = du_id(payload);
+
+	switch (id) {
+	case 0: case 10: case 40: case 60:
+		tu_gate_pass(&w->gate);
+		break;
+	case 20: case 21: case 22:
+		return -42;
+	case 30:
+		atomic_fetch_add(&w->now, 5000000000ull);
+		cr_expect(blq_task_cancelled(t));
+		return 0; /* too late: timed out, the queue keeps the payload */
+	case 50:
+		return -7;
+	case 51: {
+		uint64_t end = tu_now_ns() + 10000000000ull;
+		atomic_store(&w->in_long, 1);
+		while (!blq_task_cancelled(t) && tu_now_ns() < end)
+			tu_sleep_us(1000);
+		return -1;
+	}
+	}
+	free(payload);
+	return 0;
+}
+
+/* What record `id` must say, by the scenario. False: it must not leak. */
+static bool why_expected(uint64_t id, blq_dlq_why *w)
+{
+	if (id >= 3 && id <= 5)
+		why_set(w, BLQ_DLQ_OVERFLOW_REAR, 0, 0, WALL_NS, "rear");
+	else if (id >= 11 && id <= 13)
+		why_set(w, BLQ_DLQ_OVERFLOW_FRONT, 0, 0, WALL_NS, "front");
+	else if (id >= 20 && id <= 22)
+		why_set(w, BLQ_DLQ_FAILED, 3, -42, WALL_NS, "failed");
+	else if (id == 30)
+		why_set(w, BLQ_DLQ_FAILED, 1, BLQ_ETIMEDOUT, WALL_NS, "timeout");
+	else if (id >= 41 && id <= 43)
+		why_set(w, BLQ_DLQ_DEADLINE, 0, 0, WALL_NS, "deadline");
+	else if (id == 50 || id == 51) /* waiting for its retry; failed at the close */
+		why_set(w, BLQ_DLQ_CLOSED, 1, 0, WALL_NS, "closed");
+	else if (id >= 52 && id <= 54)
+		why_set(w, BLQ_DLQ_CLOSED, 0, 0, WALL_NS, "closed");
+	else if (id == 64)
+		why_set(w, BLQ_DLQ_OVERFLOW_REAR, 0, 0, WALL_NS, "qos");
+	else
+		return false;
+	return true;
+}
+#define WHY_LEAKS 19 /* ids why_expected names */
+
+static blq *why_queue(why_q *w, blq_config c, blq_dump *d)
+{
+	tu_gate_init(&w->gate);
+	atomic_store(&w->now, 1000);
+	atomic_store(&w->in_long, 0);
+	c.workers = 1;
+	c.worker = why_worker;
+	c.worker_ctx = w;
+	c.item_free = free;
+	c.dlq = blq_dump_enqueuer(d);
+	c.clock = (blq_clock){.now_ns = why_now, .wall_ns = why_wall, .ctx = w};
+	return must_new(&c);
+}
+
+static void why_put(blq *q, uint64_t id)
+{
+	cr_assert_eq(blq_enqueue(q, du_item(id, 16)), 0, "id %llu", (unsigned long long)id);
+}
+
+/* Runs the scenario into d, closes every queue (checking the accounting
+ * and each leak counter), then closes and frees d. */
+static void why_scenario(blq_dump *d)
+{
+	static why_q w[7];
+	blq *q[7];
+
+	/* Overflow, both ends: capacity 2, the worker parked on 0 / 10. */
+	q[0] = why_queue(&w[0], (blq_config){.name = "rear", .capacity = 2}, d);
+	q[1] = why_queue(&w[1], (blq_config){.name = "front", .capacity = 2,
+					     .leak_direction = BLQ_LEAK_FRONT}, d);
+	for (int k = 0; k < 2; k++) {
+		why_put(q[k], 10u * (uint64_t)k);
+		cr_assert(TU_WAIT_FOR(atomic_load(&w[k].gate.waiting) == 1, 2000));
+		for (uint64_t i = 1; i <= 5; i++)
+			why_put(q[k], 10u * (uint64_t)k + i);
+	}
+	/* Failed after three attempts; failed by a timeout. */
+	q[2] = why_queue(&w[2], (blq_config){.name = "failed", .capacity = 8, .max_retries = 2,
+					     .fail_to_dlq = true}, d);
+	q[3] = why_queue(&w[3], (blq_config){.name = "timeout", .capacity = 8,
+					     .timeout_ns = 1000000000ull, .fail_to_dlq = true}, d);
+	for (uint64_t i = 20; i <= 22; i++)
+		why_put(q[2], i);
+	why_put(q[3], 30);
+	/* Past the deadline: 41-43 wait behind 40 while the clock moves. */
+	q[4] = why_queue(&w[4], (blq_config){.name = "deadline", .capacity = 8,
+					     .deadline_interval_ns = 100, .deadline_to_dlq = true}, d);
+	why_put(q[4], 40);
+	cr_assert(TU_WAIT_FOR(atomic_load(&w[4].gate.waiting) == 1, 2000));
+	for (uint64_t i = 41; i <= 43; i++)
+		why_put(q[4], i);
+	atomic_fetch_add(&w[4].now, 200);
+	/* Force close: 50 waits for its retry (an hour on a still clock), 51
+	 * runs until cancelled, 52-54 are queued. */
+	q[5] = why_queue(&w[5], (blq_config){.name = "closed", .capacity = 8, .max_retries = 3,
+					     .retry_interval_ns = 3600000000000ull}, d);
+	why_put(q[5], 50);
+	cr_assert(TU_WAIT_FOR(stats(q[5]).retried == 1, 2000));
+	why_put(q[5], 51);
+	cr_assert(TU_WAIT_FOR(atomic_load(&w[5].in_long) == 1, 2000));
+	for (uint64_t i = 52; i <= 54; i++)
+		why_put(q[5], i);
+	/* QoS: a full sub-queue leaks at its rear (through the engine). */
+	blq_qos_subq sq[2] = {{.name = "a", .capacity = 2, .weight = 1},
+			      {.name = "b", .capacity = 2, .weight = 1}};
+	blq_qos_config qc = {.algo = BLQ_QOS_PQ, .egress = {.capacity = 1},
+			     .evaluator = {.kind = BLQ_QOS_EVAL_WEIGHTED}, /* all to "a" */
+			     .subqs = sq, .nsubqs = 2};
+	q[6] = why_queue(&w[6], (blq_config){.name = "qos", .qos = &qc}, d);
+	why_put(q[6], 60);
+	cr_assert(TU_WAIT_FOR(atomic_load(&w[6].gate.waiting) == 1, 2000));
+	why_put(q[6], 61);
+	blq_qos_subq_stats eg;
+	cr_assert(TU_WAIT_FOR(blq_qos_subq_info(q[6], BLQ_QOS_EGRESS, &eg) == 0 && eg.size == 1 &&
+				      blq_size(q[6]) == 1,
+			      2000));
+	for (uint64_t i = 62; i <= 64; i++)
+		why_put(q[6], i);
+
+	cr_assert_eq(blq_force_close(q[5]), 0);
+	for (int k = 0; k < 7; k++) {
+		tu_gate_open(&w[k].gate);
+		if (k != 5)
+			cr_assert_eq(blq_close(q[k]), 0);
+	}
+	uint64_t want[7][5] = {/* rear, front, failed, deadline, closed */
+			       {3, 0, 0, 0, 0}, {0, 3, 0, 0, 0}, {0, 0, 3, 0, 0}, {0, 0, 1, 0, 0},
+			       {0, 0, 0, 3, 0}, {0, 0, 0, 0, 5}, {1, 0, 0, 0, 0}};
+	for (int k = 0; k < 7; k++) {
+		struct blq_stats s = stats(q[k]);
+		uint64_t got[5] = {s.leaked_rear, s.leaked_front, s.leaked_failed, s.leaked_deadline,
+				   s.leaked_closed};
+		cr_expect(tu_balanced(&s), "queue %d", k);
+		cr_expect(memcmp(got, want[k], sizeof(got)) == 0,
+			  "queue %d: leaked rear %llu front %llu failed %llu deadline %llu closed %llu",
+			  k, (unsigned long long)got[0], (unsigned long long)got[1],
+			  (unsigned long long)got[2], (unsigned long long)got[3],
+			  (unsigned long long)got[4]);
+		cr_expect_eq(s.lost, 0, "queue %d: the dump refused nothing", k);
+		blq_free(q[k]);
+		tu_gate_destroy(&w[k].gate);
+	}
+	cr_assert_eq(blq_dump_close(d), 0);
+	struct blq_dump_stats ds = dstats(d);
+	cr_expect_eq(ds.in, WHY_LEAKS);
+	cr_expect_eq(ds.written, WHY_LEAKS);
+	blq_dump_free(d);
+}
+
+/* A record as read back: its id (the data's first 8 bytes), length,
+ * restore count and why. */
+typedef struct got {
+	uint64_t id;
+	size_t len;
+	uint32_t restores;
+	blq_dlq_why why;
+} got;
+
+/* Reads every record the reader hands out (at most cap), marking each done
+ * and committing each dump. Returns how many. */
+static size_t read_all(blq_dump_reader *rd, got *out, size_t cap)
+{
+	blq_error err;
+	void *dump;
+	size_t n = 0;
+
+	while (rd->next(rd, &dump, &err) == 1) {
+		blq_dump_record rec;
+		while (rd->record(rd, dump, &rec, &err) == 1) {
+			cr_assert(n < cap && rec.len >= 8, "record %zu of %zu bytes", n, rec.len);
+			memcpy(&out[n].id, rec.data, 8);
+			out[n].len = rec.len;
+			out[n].restores = rec.restores;
+			out[n].why = rec.why;
+			n++;
+			cr_expect_eq(rd->done(rd, dump, rec.index, &err), 0, "%s", err.msg);
+		}
+		cr_expect_eq(rd->commit(rd, dump, &err), 0, "%s", err.msg);
+	}
+	return n;
+}
+
+/* Reads every dump the reader hands out: each record must be one the
+ * scenario leaked, once, with the right why. Returns the records read. */
+static size_t why_read_back(blq_dump_reader *rd)
+{
+	unsigned times[100] = {0};
+	got g[2 * WHY_LEAKS];
+	size_t n = read_all(rd, g, 2 * WHY_LEAKS);
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned long long id = g[i].id;
+		blq_dlq_why want;
+
+		cr_assert(id < 100 && g[i].len == 16, "id %llu, %zu bytes", id, g[i].len);
+		times[id]++;
+		cr_expect(why_expected(id, &want), "id %llu must not leak", id);
+		cr_expect_eq(g[i].why.reason, want.reason, "id %llu: %s, want %s", id,
+			     blq_dlq_reason_name(g[i].why.reason), blq_dlq_reason_name(want.reason));
+		cr_expect_eq(g[i].why.attempts, want.attempts, "id %llu: attempts %u", id,
+			     g[i].why.attempts);
+		cr_expect_eq(g[i].why.rc, want.rc, "id %llu: rc %d", id, g[i].why.rc);
+		cr_expect_eq(g[i].why.time_ns, WALL_NS, "id %llu", id);
+		cr_expect_str_eq(g[i].why.queue, want.queue, "id %llu", id);
+		cr_expect_eq(g[i].restores, 0);
+	}
+	for (uint64_t id = 0; id < 100; id++) {
+		blq_dlq_why want;
+		cr_expect_eq(times[id], why_expected(id, &want) ? 1u : 0u, "id %llu read %u times",
+			     (unsigned long long)id, times[id]);
+	}
+	return n;
+}
+
+Test(dlqdump, each_reason_reaches_the_fs_dump_with_its_fields)
+{
+	char *dir = du_tmpdir("why");
+	blq_dump_writer *w = must_fs_writer(dir);
+	blq_dump_config dc = {.capacity = 1 << 16, .version = 3, .encoder = blq_dump_bytes_encoder(),
+			      .item_free = free, .writer = w};
+	why_scenario(must_dump(&dc));
+	char f[512];
+	cr_assert(du_first(dir, "*.bin", f));
+	unsigned char h[BLQ__DUMP_HEADER];
+	int fd = open(f, O_RDONLY);
+	cr_assert(fd >= 0 && read(fd, h, sizeof(h)) == (ssize_t)sizeof(h));
+	close(fd);
+	cr_expect_eq(h[4], 2, "a dump with reasons is format 2");
+	blq_dump_fs_config fc = {.directory = dir, .version = 3};
+	blq_dump_reader *rd = blq_dump_fs_reader_new(&fc, NULL);
+	cr_assert_not_null(rd);
+	cr_expect_eq(why_read_back(rd), WHY_LEAKS);
+	cr_expect_eq(du_count(dir, "*.bin"), 0);
+	cr_expect_eq(du_count(dir, "quarantine/*"), 0);
+	blq_dump_reader_free(rd);
+	blq_dump_writer_free(w);
+	du_rmrf(dir);
+}
+
+/* A file laid out byte by byte as format 1 (what older versions wrote):
+ * `n` records of ids from `base`, 16 bytes each, restores 2. */
+static void write_format_1(const char *path, uint64_t version, uint64_t base, int n)
+{
+	unsigned char buf[16 + 8 * (12 + 16)];
+	size_t len = 16;
+
+	cr_assert(n <= 8);
+	memcpy(buf, "BLQD\x01\x00\x00\x00", 8);
+	blq__put32(buf + 8, (uint32_t)version);
+	blq__put32(buf + 12, (uint32_t)(version >> 32));
+	for (int i = 0; i < n; i++) {
+		unsigned char *r = buf + len;
+		uint64_t id = base + (uint64_t)i;
+
+		blq__put32(r, 16);
+		blq__put32(r + 4, 2);
+		memcpy(r + 12, &id, 8);
+		memset(r + 20, 0xAB, 8);
+		blq__put32(r + 8, blq__crc32c(blq__crc32c(0, r, 8), r + 12, 16));
+		len += 12 + 16;
+	}
+	int fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0644);
+	cr_assert(fd >= 0 && write(fd, buf, len) == (ssize_t)len);
+	close(fd);
+}
+
+Test(dlqdump, a_format_1_file_still_reads_with_reason_unknown)
+{
+	char *dir = du_tmpdir("fmt1");
+	char path[600];
+
+	snprintf(path, sizeof(path), "%s/old.bin", dir);
+	write_format_1(path, 5, 0, 4);
+	blq_dump_fs_config fc = {.directory = dir, .version = 5};
+	blq_dump_reader *rd = blq_dump_fs_reader_new(&fc, NULL);
+	cr_assert_not_null(rd);
+	got g[8];
+	cr_assert_eq(read_all(rd, g, 8), 4);
+	for (uint64_t i = 0; i < 4; i++) {
+		cr_expect(g[i].id == i && g[i].len == 16 && g[i].restores == 2, "record %llu",
+			  (unsigned long long)i);
+		cr_expect_eq(g[i].why.reason, BLQ_DLQ_UNKNOWN);
+		cr_expect(g[i].why.attempts == 0 && g[i].why.rc == 0 && g[i].why.time_ns == 0);
+		cr_expect_str_eq(g[i].why.queue, "");
+	}
+	cr_expect_eq(du_count(dir, "*.bin"), 0);
+	blq_dump_reader_free(rd);
+
+	/* And through the restorer into a queue. */
+	snprintf(path, sizeof(path), "%s/old2.bin", dir);
+	write_format_1(path, 5, 0, 8);
+	memset(seen, 0, sizeof(seen));
+	restore_dir(dir, 5, 8);
+	expect_each_once(8);
+	cr_expect_eq(du_count(dir, "quarantine/*"), 0);
+	du_rmrf(dir);
+}
+
+/* A dump given only items without a why writes format 1, byte for byte
+ * as before; the first why switches it to format 2, rewriting the batch
+ * it is filling, and the rest of its life it stays format 2. */
+Test(dlqdump, a_dump_switches_to_format_2_at_its_first_why)
+{
+	char *dir = du_tmpdir("switch");
+	blq_dump_writer *w = must_fs_writer(dir);
+	blq_dump_config dc = {.capacity = 1 << 16, .encoder = blq_dump_bytes_encoder(),
+			      .item_free = free, .writer = w};
+	blq_dump *d = must_dump(&dc);
+	blq_dlq_why why;
+	char f[512];
+	unsigned char h[BLQ__DUMP_HEADER];
+
+	cr_assert_eq(blq_dump_enqueue(d, du_item(0, 16)), 0);
+	cr_assert_eq(blq_dump_flush(d), 0);
+	cr_assert(du_first(dir, "*.bin", f));
+	int fd = open(f, O_RDONLY);
+	cr_assert(fd >= 0 && read(fd, h, sizeof(h)) == (ssize_t)sizeof(h));
+	close(fd);
+	cr_expect_eq(h[4], 1, "no why yet: format 1");
+	cr_expect_eq(dstats(d).bytes_flushed, 12 + 16);
+
+	/* Bad whys are refused, nothing counted. */
+	blq_bytes *keep = du_item(99, 16);
+	why_set(&why, (enum blq_dlq_reason)6, 0, 0, 0, "q");
+	cr_expect_eq(blq_dump_enqueue_why(d, keep, &why), BLQ_EINVAL);
+	why_set(&why, BLQ_DLQ_DEADLINE, 0, 0, 0, "q");
+	memset(why.queue, 'x', sizeof(why.queue)); /* no NUL */
+	cr_expect_eq(blq_dump_enqueue_why(d, keep, &why), BLQ_EINVAL);
+	free(keep);
+
+	cr_assert_eq(blq_dump_enqueue(d, du_item(1, 16)), 0);
+	cr_assert_eq(blq_dump_enqueue(d, du_item(2, 16)), 0);
+	why_set(&why, BLQ_DLQ_DEADLINE, 2, 0, 77, "mine");
+	cr_assert_eq(blq_dump_enqueue_why(d, du_item(3, 16), &why), 0);
+	memset(&why, 0, sizeof(why)); /* all zero: says nothing */
+	cr_assert_eq(blq_dump_enqueue_why(d, du_item(4, 16), &why), 0);
+	cr_assert_eq(blq_dump_enqueue_why(d, du_item(5, 16), NULL), 0);
+	cr_assert_eq(blq_dump_close(d), 0);
+	struct blq_dump_stats st = dstats(d);
+	cr_expect_eq(st.in, 6);
+	cr_expect_eq(st.refused, 0);
+	cr_expect_eq(st.bytes_flushed, (12 + 16) + 5 * (12 + 18 + 16) + 4);
+	blq_dump_free(d);
+
+	blq_dump_fs_config fc = {.directory = dir};
+	blq_dump_reader *rd = blq_dump_fs_reader_new(&fc, NULL);
+	got g[8];
+	cr_assert_eq(read_all(rd, g, 8), 6);
+	for (uint64_t i = 0; i < 6; i++) {
+		bool said = i == 3;
+
+		cr_expect(g[i].id == i && g[i].len == 16, "record %llu", (unsigned long long)i);
+		cr_expect_eq(g[i].why.reason, said ? BLQ_DLQ_DEADLINE : BLQ_DLQ_UNKNOWN);
+		cr_expect_eq(g[i].why.attempts, said ? 2u : 0u);
+		cr_expect_eq(g[i].why.time_ns, said ? 77u : 0u);
+		cr_expect_str_eq(g[i].why.queue, said ? "mine" : "");
+	}
+	cr_expect_eq(du_count(dir, "quarantine/*"), 0);
+	blq_dump_reader_free(rd);
+	blq_dump_writer_free(w);
+	du_rmrf(dir);
+}
+
+/* A byte flipped in a record's metadata is caught like one in its data:
+ * the good records before it are restored, the file set aside. */
+Test(dlqdump, a_damaged_metadata_block_is_caught_by_the_checksum)
+{
+	char *dir = du_tmpdir("meta");
+	blq_dump_writer *w = must_fs_writer(dir);
+	blq_dump_config dc = {.capacity = 1 << 16, .version = 1, .encoder = blq_dump_bytes_encoder(),
+			      .item_free = free, .writer = w};
+	blq_dump *d = must_dump(&dc);
+	blq_dlq_why why;
+	char f[512];
+
+	why_set(&why, BLQ_DLQ_OVERFLOW_REAR, 0, 0, WALL_NS, "src");
+	for (uint64_t i = 0; i < 3; i++)
+		cr_assert_eq(blq_dump_enqueue_why(d, du_item(i, 20), &why), 0);
+	cr_assert_eq(blq_dump_close(d), 0);
+	blq_dump_free(d);
+	blq_dump_writer_free(w);
+	cr_assert(du_first(dir, "*.bin", f));
+	const long rec = 12 + 18 + 3 + 20;
+	unsigned char reason = BLQ_DLQ_CLOSED; /* record 1 says another reason */
+	patch(f, 16 + rec + 12, &reason, 1);
+
+	memset(seen, 0, sizeof(seen));
+	m_quarantined = 0;
+	restore_dir(dir, 1, 1);
+	cr_expect_eq(atomic_load(&seen[0]), 1);
+	cr_expect_eq(atomic_load(&seen[1]) + atomic_load(&seen[2]), 0);
+	cr_expect_eq(du_count(dir, "quarantine/*.bin"), 1);
+	cr_expect(du_logged("bad checksum at offset 69"), "%s", du_log_text);
+	du_rmrf(dir);
+}
+
+/* The dead store keeps each record's why; a restored item that leaks
+ * again is dead-lettered with the target's reason, its restore count
+ * carried on. */
+Test(dlqdump, the_dead_store_keeps_why_and_a_new_leak_says_its_own)
+{
+	char *src = du_tmpdir("wsrc"), *dead = du_tmpdir("wdead"), *again = du_tmpdir("wagain");
+	blq_dump_writer *w = must_fs_writer(src), *dw = must_fs_writer(dead),
+			*aw = must_fs_writer(again);
+	blq_dump_config dc = {.capacity = 1 << 16, .encoder = blq_dump_bytes_encoder(),
+			      .item_free = free, .writer = w};
+	blq_dump *d = must_dump(&dc);
+	blq_dlq_why why;
+
+	/* ids 0-4 restored twice already (to the dead store at max_restores
+	 * 2), 5-9 fresh (restored into a target that fails them). */
+	why_set(&why, BLQ_DLQ_DEADLINE, 0, 0, WALL_NS, "first");
+	for (uint64_t i = 0; i < 10; i++) {
+		blq_bytes *b = du_item(i, 16);
+		b->restores = i < 5 ? 2 : 0;
+		cr_assert_eq(blq_dump_enqueue_why(d, b, &why), 0);
+	}
+	cr_assert_eq(blq_dump_close(d), 0);
+	blq_dump_free(d);
+	dc.writer = aw;
+	blq_dump *da = must_dump(&dc);
+	blq_config c = {.name = "target", .capacity = 16, .workers = 1, .worker = fail_all,
+			.item_free = free, .dlq = blq_dump_enqueuer(da), .fail_to_dlq = true,
+			.clock = {.wall_ns = why_wall}};
+	blq *q = must_new(&c);
+	blq_dump_reader *rd = blq_dump_fs_reader_new(&(blq_dump_fs_config){.directory = src}, NULL);
+	cr_assert_not_null(rd);
+	blq_restorer_config rc = {.reader = rd, .decoder = blq_dump_bytes_decoder(), .target = q,
+				  .item_free = free, .check_interval_ns = 2000000,
+				  .postpone_interval_ns = 500000, .max_restores = 2, .dead = dw};
+	blq_error err;
+	blq_restorer *r = blq_restorer_new(&rc, &err);
+	cr_assert_not_null(r, "%s", err.msg);
+	cr_expect(TU_WAIT_FOR(rstats(r).dead == 5 && rstats(r).done == 5, 10000));
+	blq_restorer_free(r);
+	blq_close(q);
+	struct blq_stats qs = stats(q);
+	cr_expect(tu_balanced(&qs));
+	cr_expect_eq(qs.leaked_failed, 5);
+	blq_free(q);
+	cr_assert_eq(blq_dump_close(da), 0);
+	blq_dump_free(da);
+	blq_dump_reader_free(rd);
+
+	const char *dirs[2] = {dead, again};
+	for (int k = 0; k < 2; k++) {
+		blq_dump_reader *xr =
+			blq_dump_fs_reader_new(&(blq_dump_fs_config){.directory = dirs[k]}, NULL);
+		got g[10];
+		cr_expect_eq(read_all(xr, g, 10), 5, "%s", dirs[k]);
+		for (int i = 0; i < 5; i++) {
+			if (k == 0) { /* as dumped the first time */
+				cr_expect(g[i].id < 5, "id %llu", (unsigned long long)g[i].id);
+				cr_expect_eq(g[i].restores, 2);
+				cr_expect_eq(g[i].why.reason, BLQ_DLQ_DEADLINE);
+				cr_expect_str_eq(g[i].why.queue, "first");
+			} else { /* leaked again by the target: its reason */
+				cr_expect_geq(g[i].id, 5);
+				cr_expect_eq(g[i].restores, 1);
+				cr_expect_eq(g[i].why.reason, BLQ_DLQ_FAILED);
+				cr_expect_eq(g[i].why.attempts, 1);
+				cr_expect_eq(g[i].why.rc, 1, "fail_all's");
+				cr_expect_str_eq(g[i].why.queue, "target");
+			}
+			cr_expect_eq(g[i].why.time_ns, WALL_NS);
+		}
+		blq_dump_reader_free(xr);
+	}
+	blq_dump_writer_free(w);
+	blq_dump_writer_free(dw);
+	blq_dump_writer_free(aw);
+	du_rmrf(src);
+	du_rmrf(dead);
+	du_rmrf(again);
+}
+
 #ifdef BLQ_TEST_WITH_REDIS
 #include <hiredis/hiredis.h>
 
@@ -883,6 +1509,126 @@ Test(dlqdump, the_redis_reader_survives_a_vanished_group)
 	blq_dump_writer_free(w);
 	blq_dump_reader_free(rd);
 	freeReplyObject(redisCommand(c, "DEL blq:test:nogroup"));
+	redisFree(c);
+}
+static long long redis_count(redisContext *c, const char *fmt, const char *key)
+{
+	redisReply *rep = redisCommand(c, fmt, key);
+	long long n = rep != NULL && rep->type == REDIS_REPLY_INTEGER ? rep->integer : -1;
+
+	freeReplyObject(rep);
+	return n;
+}
+
+static bool redis_addr(char *host, size_t cap, int *port)
+{
+	if (du_redis_env(host, cap, port))
+		return true;
+	fprintf(stderr, "BLQ_TEST_REDIS unset: scripts/test.sh provides a server\n");
+	return false;
+}
+
+Test(dlqdump, each_reason_reaches_the_redis_dump_with_its_fields)
+{
+	char host[64], key[64];
+	int port;
+	if (!redis_addr(host, sizeof(host), &port))
+		return;
+	snprintf(key, sizeof(key), "blq:test:why:%d", (int)getpid());
+	redisContext *c = redisConnect(host, port);
+	cr_assert(c != NULL && c->err == 0, "redis at %s:%d", host, port);
+	freeReplyObject(redisCommand(c, "DEL %s", key));
+	blq_error err;
+	blq_dump_redis_config rcfg = {.host = host, .port = port, .key = key, .version = 3};
+	blq_dump_writer *w = blq_dump_redis_writer_new(&rcfg, &err);
+	cr_assert_not_null(w, "%s", err.msg);
+	blq_dump_config dc = {.capacity = 1 << 16, .version = 3, .encoder = blq_dump_bytes_encoder(),
+			      .item_free = free, .writer = w};
+	why_scenario(must_dump(&dc));
+	/* Each entry holds its format-2 record in field r2. */
+	redisReply *rep = redisCommand(c, "XRANGE %s - +", key);
+	cr_assert(rep != NULL && rep->type == REDIS_REPLY_ARRAY);
+	cr_expect_eq(rep->elements, WHY_LEAKS);
+	for (size_t i = 0; i < rep->elements; i++) {
+		redisReply *f = rep->element[i]->element[1];
+		cr_expect(f->elements == 4 && strcmp(f->element[0]->str, "v") == 0 &&
+			  strcmp(f->element[2]->str, "r2") == 0);
+	}
+	freeReplyObject(rep);
+	blq_dump_reader *rd = blq_dump_redis_reader_new(&rcfg, &err);
+	cr_assert_not_null(rd, "%s", err.msg);
+	cr_expect_eq(why_read_back(rd), WHY_LEAKS);
+	cr_expect_eq(redis_count(c, "XLEN %s", key), 0, "every entry acked and deleted");
+	cr_expect_eq(redis_count(c, "EXISTS %s:quarantine", key), 0);
+	blq_dump_reader_free(rd);
+	blq_dump_writer_free(w);
+	freeReplyObject(redisCommand(c, "DEL %s", key));
+	redisFree(c);
+}
+
+/* Entries say their format by the record's field: r (format 1, as older
+ * versions wrote: reason unknown) or r2. A damaged metadata block, or an
+ * entry with both fields, is set aside in the quarantine stream. */
+Test(dlqdump, redis_entries_say_their_format_by_field)
+{
+	char host[64], key[64];
+	int port;
+	if (!redis_addr(host, sizeof(host), &port))
+		return;
+	snprintf(key, sizeof(key), "blq:test:whyfmt:%d", (int)getpid());
+	redisContext *c = redisConnect(host, port);
+	cr_assert(c != NULL && c->err == 0, "redis at %s:%d", host, port);
+	freeReplyObject(redisCommand(c, "DEL %s %s:quarantine", key, key));
+
+	unsigned char old[12 + 8];
+	uint64_t id = 1;
+	blq__put32(old, 8);
+	blq__put32(old + 4, 0);
+	memcpy(old + 12, &id, 8);
+	blq__put32(old + 8, blq__crc32c(blq__crc32c(0, old, 8), old + 12, 8));
+	blq_dlq_why why;
+	why_set(&why, BLQ_DLQ_OVERFLOW_FRONT, 0, 0, WALL_NS, "edge");
+	blq__buf b = {0};
+	id = 2;
+	cr_assert_eq(blq__dump_rec_append(&b, 2, &id, 8, 0, &why), 0);
+	size_t one = b.len;
+	id = 3;
+	cr_assert_eq(blq__dump_rec_append(&b, 2, &id, 8, 0, &why), 0);
+	b.p[one + 12 + 2] ^= 1; /* id 3: attempts flipped */
+	freeReplyObject(redisCommand(c, "XADD %s * v 1 r %b", key, old, sizeof(old)));
+	freeReplyObject(redisCommand(c, "XADD %s * v 1 r2 %b", key, b.p, one));
+	freeReplyObject(redisCommand(c, "XADD %s * v 1 r2 %b", key, b.p + one, b.len - one));
+	freeReplyObject(redisCommand(c, "XADD %s * v 1 r %b r2 %b", key, old, sizeof(old), b.p,
+				     one));
+	blq__buf_free(&b);
+
+	blq_error err;
+	blq_dump_redis_config rcfg = {.host = host, .port = port, .key = key, .version = 1};
+	blq_dump_reader *rd = blq_dump_redis_reader_new(&rcfg, &err);
+	cr_assert_not_null(rd, "%s", err.msg);
+	got g[4];
+	cr_assert_eq(read_all(rd, g, 4), 2);
+	for (uint64_t i = 0; i < 2; i++) {
+		bool old_entry = i == 0;
+
+		cr_expect(g[i].id == i + 1 && g[i].len == 8, "record %llu", (unsigned long long)i);
+		cr_expect_eq(g[i].why.reason, old_entry ? BLQ_DLQ_UNKNOWN : BLQ_DLQ_OVERFLOW_FRONT);
+		cr_expect_str_eq(g[i].why.queue, old_entry ? "" : "edge");
+		cr_expect_eq(g[i].why.time_ns, old_entry ? 0 : WALL_NS);
+	}
+	blq_dump_reader_free(rd);
+
+	redisReply *rep = redisCommand(c, "XRANGE %s:quarantine - +", key);
+	cr_assert(rep != NULL && rep->type == REDIS_REPLY_ARRAY);
+	cr_assert_eq(rep->elements, 2);
+	/* [id, <id>, reason, <why>, v, 1, r2, <record>] */
+	redisReply *f = rep->element[0]->element[1];
+	cr_expect_str_eq(f->element[3]->str, "bad checksum");
+	cr_expect(f->elements == 8 && strcmp(f->element[6]->str, "r2") == 0, "kept as r2");
+	f = rep->element[1]->element[1];
+	cr_expect_str_eq(f->element[3]->str, "more than one record field (r, r2)");
+	freeReplyObject(rep);
+	freeReplyObject(redisCommand(c, "DEL %s %s:quarantine", key, key));
 	redisFree(c);
 }
 #endif

@@ -40,6 +40,12 @@ static int dlq_refuse(void *self, void *payload)
 	return -1;
 }
 
+static int dlq_why_refuse(void *self, void *payload, const blq_dlq_why *why)
+{
+	(void)self, (void)payload, (void)why;
+	return -1;
+}
+
 typedef struct bad_case {
 	const char *what;
 	void (*mutate)(blq_config *c);
@@ -67,6 +73,7 @@ MUT(leak_dir, c->leak_direction = (enum blq_leak_dir)7)
 MUT(fail_no_dlq, c->fail_to_dlq = true)
 MUT(deadline_no_dlq, c->deadline_to_dlq = true)
 MUT(dlq_self_only, c->dlq.self = c)
+MUT(dlq_why_only, c->dlq.enqueue_why = dlq_why_refuse)
 MUT(backoff_bad, c->backoff = (enum blq_backoff)99)
 MUT(jitter_bad, c->jitter = (enum blq_jitter)99)
 MUT(clock_ctx_only, c->clock.ctx = c)
@@ -117,6 +124,8 @@ static const bad_case cases[] = {
 	{"fail_to_dlq alone", fail_no_dlq, BLQ_EINVAL, "fail_to_dlq: needs a dlq"},
 	{"deadline_to_dlq alone", deadline_no_dlq, BLQ_EINVAL, "deadline_to_dlq: needs a dlq"},
 	{"dlq self only", dlq_self_only, BLQ_EINVAL, "dlq: self is set but enqueue is NULL"},
+	{"dlq why only", dlq_why_only, BLQ_EINVAL,
+	 "dlq: enqueue_why is set but enqueue is NULL (both are needed)"},
 	{"backoff", backoff_bad, BLQ_EINVAL, "backoff: unknown kind 99"},
 	{"jitter", jitter_bad, BLQ_EINVAL, "jitter: unknown kind 99"},
 	{"clock ctx", clock_ctx_only, BLQ_EINVAL, "clock: ctx is set but now_ns and wall_ns are NULL"},

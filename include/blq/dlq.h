@@ -1,7 +1,8 @@
 /**
  * \file
  * Ready-made DLQs. Any blq queue is a DLQ too (blq_as_enqueuer), and so is
- * a dump (blq_dump_enqueuer, blq/dlqdump.h).
+ * a dump (blq_dump_enqueuer, blq/dlqdump.h). The names of the reasons a
+ * queue gives its DLQ (blq_dlq_why, blq/enqueuer.h).
  *
  * Thread-safety: blq_discard_enqueuer and blq_discard_count may be called
  * from any thread, and the enqueuer made here accepts payloads from many
@@ -55,6 +56,16 @@ BLQ_API blq_enqueuer blq_discard_enqueuer(blq_discard *d);
  * \return the count, a snapshot while queues leak into \p d.
  */
 BLQ_API uint64_t blq_discard_count(const blq_discard *d);
+
+/**
+ * A reason an item was dead-lettered, in words, for logs and tools:
+ * "overflow rear", "overflow front", "failed", "deadline", "closed".
+ * \param reason any value, also one read from a dump.
+ * \return a static string, never NULL: "unknown" for BLQ_DLQ_UNKNOWN and
+ *         for values this build does not name.
+ * \threadsafety Any thread.
+ */
+BLQ_API const char *blq_dlq_reason_name(enum blq_dlq_reason reason);
 
 #ifdef __cplusplus
 }

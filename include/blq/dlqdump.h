@@ -31,8 +31,10 @@
  *   marked as a redelivery (blq_dump_record.deliveries).
  *
  * The on-disk format (docs/reference-dump-format.md): a 16-byte header
- * ("BLQD", format 1, flags 0, the user's version), then records of
- * {u32 len, u32 restores, u32 crc32c, len bytes}, little-endian.
+ * ("BLQD", format 1 or 2, flags 0, the user's version), then records of
+ * {u32 len, u32 restores, u32 crc32c, len bytes}, little-endian; in format
+ * 2 a record's bytes start with why its item was dead-lettered
+ * (blq_dump_record.why).
  *
  * Thread-safety: unless a function says otherwise, the functions on a dump
  * (blq_dump_*) and on a restorer (blq_restorer_*) may be called from any
@@ -62,6 +64,16 @@ extern "C" {
  * bytes. A length field above it marks the dump as damaged; nothing is
  * allocated from a length field that the file cannot back. */
 #define BLQ_DUMP_RECORD_MAX (64u << 20)
+
+/**
+ * The newest dump format, which this library reads along with format 1.
+ * Format 2 adds to each record, inside its framed and checksummed bytes,
+ * why the item was dead-lettered (blq_dump_record.why): 18 bytes plus the
+ * queue's name. A dump writes format 1, as older versions did, until it
+ * is given an item with a why (blq_dump_enqueue_why, which a queue uses),
+ * and format 2 from then on (blq_dump_batch.format says which).
+ */
+#define BLQ_DUMP_FORMAT 2
 
 /* ---- metrics ------------------------------------------------------ */
 
@@ -198,6 +210,13 @@ struct blq_dump_record {
 	/** The record's place in its dump, 0-based and increasing: what
 	 * done() takes. */
 	uint64_t index;
+	/** Why the item was dead-lettered, as stored with the record (format
+	 * 2): reason, attempts, rc, time and queue name. All zero (reason
+	 * BLQ_DLQ_UNKNOWN) for a format-1 record and for an item that came
+	 * without a why. A plain value: it stays valid after the next call on
+	 * the reader, unlike data. A custom reader may leave it alone: the
+	 * restorer clears it before each call. */
+	blq_dlq_why why;
 };
 
 /** A batch handed to a writer: count records in the record layout
@@ -208,6 +227,14 @@ typedef struct blq_dump_batch {
 	const unsigned char *data; /**< the records, back to back */
 	size_t len;                /**< bytes at data */
 	size_t count;              /**< records at data */
+	/** The records' layout: 1 or 2 (BLQ_DUMP_FORMAT; 0 in a batch made
+	 * by hand means 1). Either way 12 + len spans a record, so a writer
+	 * that stores records as they are (as the built-in ones do) needs no
+	 * change; it stores this number with them (a file header, a Redis
+	 * field name) for its reader. In format 2 each record's len bytes
+	 * start with the metadata (18 bytes plus the queue's name:
+	 * docs/reference-dump-format.md), then the encoded item. */
+	unsigned format;
 } blq_dump_batch;
 
 /**
@@ -538,8 +565,29 @@ BLQ_API blq_dump *blq_dump_new(const blq_dump_config *cfg, blq_error *err);
 BLQ_API int blq_dump_enqueue(blq_dump *d, void *payload);
 
 /**
+ * Encode a payload into the current batch with why it was dead-lettered:
+ * blq_dump_enqueue, and the record keeps the reason, attempts, code, time
+ * and queue name a queue gives its DLQ. It is blq_dump_enqueuer's
+ * enqueue_why, so a queue's leaks carry their reason into the dump. The
+ * dump writes format 1 until the first why that says something, then
+ * format 2 (rewriting, once, the records of the batch it is filling).
+ * \param d the dump.
+ * \param payload as blq_dump_enqueue.
+ * \param why copied into the record; NULL, or all zero, says nothing (as
+ *        blq_dump_enqueue).
+ * \return as blq_dump_enqueue, and also
+ * \retval BLQ_EINVAL \p why->reason is not a blq_dlq_reason, or
+ *         \p why->queue has no NUL (counted nowhere).
+ *
+ * On any error the caller still owns \p payload.
+ * \threadsafety Any number of threads at once.
+ */
+BLQ_API int blq_dump_enqueue_why(blq_dump *d, void *payload, const blq_dlq_why *why);
+
+/**
  * The dump as a blq_enqueuer (a queue's dlq). Its enqueue is
- * blq_dump_enqueue, its sync blq_dump_flush.
+ * blq_dump_enqueue, its sync blq_dump_flush, its enqueue_why
+ * blq_dump_enqueue_why.
  * \param d the dump, borrowed: it must outlive the queues using the
  *        enqueuer (free them first).
  * \return the enqueuer, a value holding \p d: nothing to free.

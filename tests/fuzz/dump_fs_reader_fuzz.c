@@ -3,8 +3,10 @@
  * restored through the real reader (next, record until the end, commit).
  * Whatever the bytes, the reader must not crash, must not read out of
  * bounds or allocate from a length field (ASan), must hand out only
- * records whose checksum holds, and must leave no dump behind: a good file
- * is deleted, a damaged one moved to the quarantine directory.
+ * records whose checksum holds (format 2: with a well-formed metadata
+ * block), and must leave no dump behind: a good file is deleted, a
+ * damaged one moved to the quarantine directory. The seeds and the
+ * dictionary (dump_fs_reader.dict) cover formats 1 and 2.
  *
  * Built two ways: with clang -fsanitize=fuzzer,address as a libFuzzer
  * binary (scripts/test.sh runs it for a few seconds), and as a normal test
@@ -70,6 +72,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t last = 0;
 	while (rd->record(rd, dump, &rec, &err) == 1) {
 		if (rec.len > BLQ_DUMP_RECORD_MAX || rec.len > size)
+			abort();
+		/* Format 2's metadata: a name within its bound, NUL-terminated. */
+		if (memchr(rec.why.queue, '\0', sizeof(rec.why.queue)) == NULL)
 			abort();
 		/* Touch every byte handed out: ASan checks the bounds. */
 		for (size_t i = 0; i < rec.len; i++)
