@@ -36,7 +36,7 @@ C
 cat >"$work/consumer/CMakeLists.txt" <<'C'
 cmake_minimum_required(VERSION 3.16)
 project(consumer C)
-find_package(blq 0.2 REQUIRED)
+find_package(blq 0.3 REQUIRED)
 add_executable(consumer main.c)
 target_link_libraries(consumer PRIVATE blq::blq)
 C
