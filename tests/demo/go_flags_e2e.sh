@@ -13,47 +13,12 @@ set -uo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-mkdir -p "$E2E_DUMP"
-
-# go_start WHAT ARGS...: starts blq-demo with ARGS, where the words @API@
-# and @MET@ become two free ports (also set as API_PORT, METRICS_PORT,
-# API, METRICS); waits for ping on the API port. Retried when a port was
-# taken between the pick and the bind.
+# go_start WHAT ARGS...: blq-demo with ARGS (@API@ and @MET@: two free
+# ports) and the test's dump directory (lib.sh's demo_launch).
 go_start() {
-	local what=$1 try a args
+	local what=$1
 	shift
-	for try in 1 2 3; do
-		API_PORT=$(free_port)
-		METRICS_PORT=$(free_port)
-		[ "$API_PORT" = "$METRICS_PORT" ] && continue
-		API=http://127.0.0.1:$API_PORT
-		METRICS=http://127.0.0.1:$METRICS_PORT
-		args=()
-		for a in "$@"; do
-			a=${a//@API@/$API_PORT}
-			args+=("${a//@MET@/$METRICS_PORT}")
-		done
-		E2E_STARTS=$((E2E_STARTS + 1))
-		DAEMON_ERR=$E2E_TMP/daemon.$E2E_STARTS.err
-		"$E2E_DEMO" --dump-dir "$E2E_DUMP" "${args[@]}" 2>"$DAEMON_ERR" &
-		DAEMON_PID=$!
-		for _ in $(seq 150); do
-			if curl -s --max-time 1 "$API/api/v1/ping" 2>/dev/null | grep -q pong; then
-				ok "$what: blq-demo ${args[*]}: API answers ping on port $API_PORT"
-				return 0
-			fi
-			kill -0 "$DAEMON_PID" 2>/dev/null || break
-			sleep 0.1
-		done
-		if kill -0 "$DAEMON_PID" 2>/dev/null; then
-			fail "$what: blq-demo ${args[*]}: no ping on port $API_PORT within 15 s"
-		fi
-		wait "$DAEMON_PID"
-		echo "blq-demo ${args[*]} exited with $? at start (try $try):" >&2
-		cat "$DAEMON_ERR" >&2
-		DAEMON_PID=""
-	done
-	fail "$what: blq-demo would not start"
+	demo_launch "$what" --dump-dir "$E2E_DUMP" "$@"
 }
 
 # check_ports WHAT: /metrics answers on the metrics port, the startup line

@@ -83,11 +83,14 @@ free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# demo_start [daemon options]: a fresh daemon on free ports; sets API, METRICS,
-# DAEMON_PID and DAEMON_ERR (its stderr). Retried when a port was taken
-# between the pick and the bind.
-demo_start() {
-	local try
+# demo_launch WHAT ARGS...: starts blq-demo with ARGS, where the words @API@
+# and @MET@ become two free ports (also set as API_PORT, METRICS_PORT, API,
+# METRICS), and waits for ping on the API port; sets DAEMON_PID and
+# DAEMON_ERR (its stderr). WHAT names the start in the messages. Retried
+# when a port was taken between the pick and the bind.
+demo_launch() {
+	local what=$1 try a args
+	shift
 	mkdir -p "$E2E_DUMP"
 	for try in 1 2 3; do
 		API_PORT=$(free_port)
@@ -95,28 +98,39 @@ demo_start() {
 		[ "$API_PORT" = "$METRICS_PORT" ] && continue
 		API=http://127.0.0.1:$API_PORT
 		METRICS=http://127.0.0.1:$METRICS_PORT
+		args=()
+		for a in "$@"; do
+			a=${a//@API@/$API_PORT}
+			args+=("${a//@MET@/$METRICS_PORT}")
+		done
 		E2E_STARTS=$((E2E_STARTS + 1))
 		DAEMON_ERR=$E2E_TMP/daemon.$E2E_STARTS.err
-		"$E2E_DEMO" --listen "127.0.0.1:$API_PORT" --metrics-listen "127.0.0.1:$METRICS_PORT" \
-			--dump-dir "$E2E_DUMP" "$@" 2>"$DAEMON_ERR" &
+		"$E2E_DEMO" "${args[@]}" 2>"$DAEMON_ERR" &
 		DAEMON_PID=$!
 		for _ in $(seq 150); do
 			if curl -s --max-time 1 "$API/api/v1/ping" 2>/dev/null | grep -q pong; then
-				ok "blq-demo pid $DAEMON_PID on $API, metrics on $METRICS"
+				ok "$what: blq-demo pid $DAEMON_PID, API on port $API_PORT, metrics on $METRICS_PORT"
 				return 0
 			fi
 			kill -0 "$DAEMON_PID" 2>/dev/null || break
 			sleep 0.1
 		done
 		if kill -0 "$DAEMON_PID" 2>/dev/null; then
-			fail "blq-demo did not answer ping within 15 s"
+			fail "$what: blq-demo ${args[*]}: no ping on port $API_PORT within 15 s"
 		fi
 		wait "$DAEMON_PID"
-		echo "blq-demo exited with $? at start (try $try):" >&2
+		echo "blq-demo ${args[*]} exited with $? at start (try $try):" >&2
 		cat "$DAEMON_ERR" >&2
 		DAEMON_PID=""
 	done
-	fail "blq-demo would not start"
+	fail "$what: blq-demo would not start"
+}
+
+# demo_start [daemon options]: a fresh daemon on free ports (demo_launch
+# with --listen, --metrics-listen and the test's dump directory).
+demo_start() {
+	demo_launch "blq-demo" --listen 127.0.0.1:@API@ --metrics-listen 127.0.0.1:@MET@ \
+		--dump-dir "$E2E_DUMP" "$@"
 }
 
 # demo_term [SECONDS]: SIGTERM and wait; sets DAEMON_RC (124: still running
