@@ -767,21 +767,29 @@ static void *blocking_enqueue(void *arg)
 	return (void *)(intptr_t)blq_enqueue(arg, tu_item_new(7));
 }
 
+/* A queue whose every item waits 5 s (fake) in a timer of 2, already
+ * holding items 1 and 2; leaky: its DLQ is d. */
+static blq *full_timer_queue(blq_discard *d, bool leaky)
+{
+	setup();
+	blq_discard_init(d, tu_item_free);
+	blq_config c = cfg(8, 1);
+	c.delay_interval_ns = 5 * SEC;
+	c.timer_capacity = 2;
+	if (leaky)
+		c.dlq = blq_discard_enqueuer(d);
+	blq *q = must_new(&c);
+
+	cr_assert_eq(blq_try_enqueue(q, tu_item_new(1)), 0);
+	cr_assert_eq(blq_try_enqueue(q, tu_item_new(2)), 0);
+	return q;
+}
+
 Test(retry, a_full_timer_blocks_refuses_or_leaks)
 {
 	for (int leaky = 0; leaky <= 1; leaky++) {
-		setup();
 		blq_discard d;
-		blq_discard_init(&d, tu_item_free);
-		blq_config c = cfg(8, 1);
-		c.delay_interval_ns = 5 * SEC;
-		c.timer_capacity = 2;
-		if (leaky)
-			c.dlq = blq_discard_enqueuer(&d);
-		blq *q = must_new(&c);
-
-		cr_assert_eq(blq_try_enqueue(q, tu_item_new(1)), 0);
-		cr_assert_eq(blq_try_enqueue(q, tu_item_new(2)), 0);
+		blq *q = full_timer_queue(&d, leaky);
 		tu_item *x = tu_item_new(3);
 		if (leaky) {
 			cr_expect_eq(blq_try_enqueue(q, x), 0);
@@ -837,17 +845,8 @@ static void *delayed_enqueue(void *arg)
 Test(retry, a_full_timer_never_blocks_a_producer_of_a_leaky_queue)
 {
 	for (int how = 0; how <= 2; how++) {
-		setup();
 		blq_discard d;
-		blq_discard_init(&d, tu_item_free);
-		blq_config c = cfg(8, 1);
-		c.delay_interval_ns = 5 * SEC;
-		c.timer_capacity = 2;
-		c.dlq = blq_discard_enqueuer(&d);
-		blq *q = must_new(&c);
-
-		cr_assert_eq(blq_try_enqueue(q, tu_item_new(1)), 0);
-		cr_assert_eq(blq_try_enqueue(q, tu_item_new(2)), 0);
+		blq *q = full_timer_queue(&d, true);
 		delayed_producer p = {.q = q, .how = how};
 		pthread_t t;
 		pthread_create(&t, NULL, delayed_enqueue, &p);
