@@ -66,6 +66,14 @@ static wctx *wctx_new(void)
 	return w;
 }
 
+/* Once the queue that ran it is freed (blq_free joins every worker). */
+static void wctx_free(wctx *w)
+{
+	tu_gate_destroy(&w->gate);
+	pthread_mutex_destroy(&w->mu);
+	free(w);
+}
+
 static blq_config cfg_for(wctx *w)
 {
 	blq_config c = {0};
@@ -165,6 +173,7 @@ Test(close_modes, soft_finishes_the_running_item_and_drops_the_rest)
 	cr_expect_eq(atomic_load(&tu_freed), 9); /* 8 + the refused one */
 	cr_expect(state_is(q, "closed"));
 	blq_free(q);
+	wctx_free(w);
 }
 
 /* Soft with a DLQ: the queued items go to it in their order, the timer's
@@ -204,6 +213,8 @@ Test(close_modes, soft_hands_the_queued_and_delayed_to_the_dlq)
 	cr_expect_eq(delayed, 201);
 	cr_expect_eq(atomic_load(&w->cancelled_at_end), 2);
 	blq_free(q);
+	wctx_free(w);
+	tu_rec_free(r);
 }
 
 /* A running item that fails during a Soft close is not retried (there is
@@ -233,6 +244,8 @@ Test(close_modes, soft_does_not_retry_a_failing_running_item)
 	cr_expect_eq(atomic_load(&w->runs), 1);
 	cr_expect_eq(tu_rec_count(r), 8);
 	blq_free(q);
+	wctx_free(w);
+	tu_rec_free(r);
 }
 
 typedef struct opener {
@@ -271,6 +284,7 @@ Test(close_modes, soft_timeout_in_time_returns_0)
 	cr_expect_eq(s.lost, 7);
 	cr_expect(tu_balanced(&s));
 	blq_free(q);
+	wctx_free(w);
 }
 
 /* Soft past its limit turns Hard: the running item's token is raised at
@@ -298,6 +312,7 @@ Test(close_modes, soft_timeout_past_its_limit_turns_hard)
 	cr_expect_eq(atomic_load(&w->runs), 1);
 	cr_expect(tu_balanced(&s));
 	blq_free(q);
+	wctx_free(w);
 }
 
 /* A Light close under way becomes Soft: what it would have drained is
@@ -327,6 +342,7 @@ Test(close_modes, light_then_soft_drops_what_the_light_close_would_drain)
 	cr_expect_eq(atomic_load(&w->runs), 1);
 	cr_expect(tu_balanced(&s));
 	blq_free(q);
+	wctx_free(w);
 }
 
 /* A Soft close under way becomes Hard: the running item's token is raised
@@ -355,6 +371,7 @@ Test(close_modes, soft_then_hard_cancels_the_running_item)
 	cr_expect_eq(s.lost, 7);
 	cr_expect(tu_balanced(&s));
 	blq_free(q);
+	wctx_free(w);
 }
 
 /* A Hard close is not weakened by a Soft one after it. */
@@ -378,6 +395,7 @@ Test(close_modes, a_close_never_gets_weaker)
 	cr_expect_eq(s.lost, 7);
 	cr_expect(tu_balanced(&s));
 	blq_free(q);
+	wctx_free(w);
 }
 
 /* A Soft close from inside the queue's own worker starts the close and
@@ -411,6 +429,7 @@ Test(close_modes, soft_from_inside_a_worker_returns_at_once)
 	cr_expect_eq(atomic_load(&inside_rc), 0);
 	blq_free(q);
 	cr_expect_eq(atomic_load(&tu_freed), 10);
+	wctx_free(w);
 }
 
 /* Bad input: NULL. */

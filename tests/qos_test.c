@@ -107,6 +107,14 @@ static wctx *wctx_new(bool gate_open)
 	return w;
 }
 
+/* Once the queue that ran it is freed (blq_free joins every worker). */
+static void wctx_free(wctx *w)
+{
+	tu_gate_destroy(&w->gate);
+	pthread_mutex_destroy(&w->mu);
+	free(w);
+}
+
 static blq_enqueuer rec_dlq(tu_rec *r)
 {
 	blq_enqueuer e = {.enqueue = tu_rec_enqueue, .self = r};
@@ -236,6 +244,7 @@ Test(qos, capacity_is_the_sum_and_the_config_is_copied)
 	cr_expect_eq(blq_qos_subqs(q), 0);
 	cr_expect_eq(blq_qos_subq_info(q, BLQ_QOS_EGRESS, &st), BLQ_EINVAL);
 	blq_free(q);
+	wctx_free(w);
 }
 
 Test(qos, weighted_evaluator)
@@ -296,6 +305,7 @@ Test(qos, ingress_distribution_matches_weights)
 	expect_balanced(q);
 	cr_expect_eq(stats(q).processed, total);
 	blq_free(q);
+	wctx_free(w);
 }
 
 /* The percents at each side of a boundary land where the cumulative
@@ -318,6 +328,7 @@ Test(qos, ingress_boundaries)
 	drain(q, w, 9);
 	expect_balanced(q);
 	blq_free(q);
+	wctx_free(w);
 }
 
 /* Interleaved priorities come out strictly by sub-queue, FIFO within. */
@@ -341,6 +352,7 @@ Test(qos, pq_strict_order)
 	expect_order(w, 0, want, 14);
 	expect_balanced(q);
 	blq_free(q);
+	wctx_free(w);
 }
 
 /* RR: one from each sub-queue in turn, skipping the empty ones. */
@@ -366,6 +378,7 @@ Test(qos, rr_rotation)
 	expect_order(w, 2, want, 10);
 	expect_balanced(q);
 	blq_free(q);
+	wctx_free(w);
 }
 
 /* WRR: weights 250/600/150 take 2, 4 and 1 per round; over 700 items the
@@ -411,6 +424,7 @@ Test(qos, wrr_proportions)
 	}
 	expect_balanced(q);
 	blq_free(q);
+	wctx_free(w);
 }
 
 /* A full sub-queue leaks at its rear into the DLQ; the others still take
@@ -449,6 +463,8 @@ Test(qos, leak_rear_per_subq)
 	expect_balanced(q);
 	cr_expect_eq(atomic_load(&tu_freed), 8);
 	blq_free(q);
+	wctx_free(w);
+	tu_rec_free(r);
 }
 
 /* Internal: make the timer thread look at the clock now. */
@@ -489,6 +505,7 @@ Test(qos, a_delayed_item_enters_its_subq_when_due)
 	cr_assert_eq(blq_close(q), 0);
 	expect_balanced(q);
 	blq_free(q);
+	wctx_free(w);
 }
 
 /* A balanced QoS pool at zero threads: a delayed item that comes due goes
@@ -515,6 +532,7 @@ Test(qos, a_due_item_starts_a_worker_in_an_idle_balanced_pool)
 	cr_assert_eq(blq_close(q), 0);
 	expect_balanced(q);
 	blq_free(q);
+	wctx_free(w);
 }
 
 /* Front leak: the sub-queue's oldest items make room for the new ones. */
@@ -542,6 +560,8 @@ Test(qos, leak_front_per_subq)
 	expect_order(w, 2, want, 3);
 	expect_balanced(q);
 	blq_free(q);
+	wctx_free(w);
+	tu_rec_free(r);
 }
 
 /* Without a DLQ a full sub-queue refuses try_enqueue and blocks enqueue
@@ -573,6 +593,7 @@ Test(qos, full_subq_blocks_only_its_producers)
 	cr_expect_eq(stats(q).processed, 6);
 	expect_balanced(q);
 	blq_free(q);
+	wctx_free(w);
 }
 
 /* A producer blocked on a full sub-queue wakes with BLQ_ECLOSED at a
@@ -609,6 +630,7 @@ Test(qos, force_close_without_dlq_counts_subqs_lost)
 	expect_balanced(q);
 	cr_expect_eq(atomic_load(&tu_freed), 9); /* 8 + the refused one, each once */
 	blq_free(q);
+	wctx_free(w);
 }
 
 /* Soft close: the running item finishes (its token down), everything in
@@ -655,6 +677,7 @@ Test(qos, soft_close_finishes_the_running_item_and_drops_the_subqs)
 	expect_balanced(q);
 	cr_expect_eq(atomic_load(&tu_freed), 8);
 	blq_free(q);
+	wctx_free(w);
 }
 
 /* Force close with a DLQ: everything waiting, spread over the sub-queues
@@ -688,6 +711,8 @@ Test(qos, force_close_sweeps_subqs_to_the_dlq)
 	expect_balanced(q);
 	cr_expect_eq(atomic_load(&tu_freed), 21);
 	blq_free(q);
+	wctx_free(w);
+	tu_rec_free(r);
 }
 
 /* Graceful close drains the sub-queues through the egress; so does
@@ -717,6 +742,7 @@ Test(qos, graceful_close_drains_every_subq)
 	cr_expect_eq(blq_enqueue(q, NULL), BLQ_ECLOSED);
 	blq_free(q);
 	cr_expect_eq(atomic_load(&tu_freed), 150);
+	wctx_free(w);
 }
 
 /* A balanced pool that scales down to no thread works through QoS too. */
@@ -738,6 +764,7 @@ Test(qos, balanced_pool_from_zero)
 	cr_assert_eq(blq_close(q), 0);
 	expect_balanced(q);
 	blq_free(q);
+	wctx_free(w);
 }
 
 Test(qos, status_json_shows_each_subq)
@@ -768,6 +795,7 @@ Test(qos, status_json_shows_each_subq)
 	cr_expect_eq(blq_status_json(q, NULL, 0), n);
 	tu_gate_open(&w->gate);
 	blq_free(q);
+	wctx_free(w);
 }
 
 /* An idle QoS queue uses no CPU: nothing spins or polls on a timer. */
@@ -795,4 +823,5 @@ Test(qos, idle_uses_no_cpu)
 		     (double)(r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) / 1e6;
 	cr_expect(cpu < 0.015, "an idle QoS queue used %.3f s of CPU in 0.3 s", cpu);
 	blq_free(q);
+	wctx_free(w);
 }

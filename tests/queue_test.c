@@ -71,6 +71,14 @@ static wctx *wctx_new(bool gate)
 	return w;
 }
 
+/* Once the queue that ran it is freed (blq_free joins every worker). */
+static void wctx_free(wctx *w)
+{
+	tu_gate_destroy(&w->gate);
+	pthread_mutex_destroy(&w->mu);
+	free(w);
+}
+
 static blq_config cfg_for(wctx *w, size_t cap, unsigned workers)
 {
 	blq_config c = {0};
@@ -114,6 +122,7 @@ Test(queue, fifo_order_with_one_worker)
 	cr_expect(tu_balanced(&s));
 	cr_expect_eq(atomic_load(&tu_freed), 1000); /* all by the worker */
 	blq_free(q);
+	wctx_free(w);
 }
 
 Test(queue, back_pressure_blocks_and_resumes)
@@ -150,6 +159,7 @@ Test(queue, back_pressure_blocks_and_resumes)
 		cr_expect_eq(w->order[i], i);
 	expect_balanced(q);
 	blq_free(q);
+	wctx_free(w);
 }
 
 Test(queue, blocked_producer_wakes_with_closed)
@@ -179,6 +189,7 @@ Test(queue, blocked_producer_wakes_with_closed)
 	cr_expect(tu_balanced(&s));
 	cr_expect_eq(atomic_load(&tu_freed), 3); /* 2 by the queue, 1 by the test */
 	blq_free(q);
+	wctx_free(w);
 }
 
 static blq *parked_leaky_queue(wctx *w, tu_rec *r, enum blq_leak_dir dir)
@@ -217,6 +228,8 @@ Test(queue, rear_leak_sends_the_new_items)
 	cr_expect_eq(s.processed, 3);
 	cr_expect(tu_balanced(&s));
 	blq_free(q);
+	wctx_free(w);
+	tu_rec_free(r);
 }
 
 Test(queue, front_leak_sends_the_oldest_items)
@@ -239,6 +252,8 @@ Test(queue, front_leak_sends_the_oldest_items)
 	cr_expect_eq(s.leaked_rear, 0);
 	cr_expect(tu_balanced(&s));
 	blq_free(q);
+	wctx_free(w);
+	tu_rec_free(r);
 }
 
 Test(queue, refused_leak_is_counted_lost_and_freed)
@@ -257,6 +272,8 @@ Test(queue, refused_leak_is_counted_lost_and_freed)
 	cr_expect_eq(s.leaked, 0);
 	cr_expect(tu_balanced(&s));
 	blq_free(q);
+	wctx_free(w);
+	tu_rec_free(r);
 }
 
 Test(queue, two_chained_queues)
@@ -288,6 +305,8 @@ Test(queue, two_chained_queues)
 	cr_expect_eq(atomic_load(&tu_freed), 10);
 	blq_free(q1);
 	blq_free(q2);
+	wctx_free(w1);
+	wctx_free(w2);
 }
 
 Test(queue, failures_are_freed_or_sent_to_dlq)
@@ -328,6 +347,9 @@ Test(queue, failures_are_freed_or_sent_to_dlq)
 		cr_expect_eq(r->ids[i] % 2, 1);
 	cr_expect(tu_balanced(&s));
 	blq_free(q);
+	wctx_free(w);
+	wctx_free(w2);
+	tu_rec_free(r);
 }
 
 static int slow_worker(void *ctx, void *payload, blq_task *t)
@@ -386,6 +408,7 @@ Test(queue, close_timeout_forces_a_stuck_drain)
 	cr_expect(tu_balanced(&s));
 	cr_expect_eq(atomic_load(&tu_freed), 6);
 	blq_free(q);
+	wctx_free(w);
 }
 
 Test(queue, close_timeout_in_time_returns_zero)
@@ -426,6 +449,8 @@ Test(queue, force_close_hands_the_rest_to_the_dlq)
 		cr_expect_eq(r->ids[i], i + 1, "DLQ order");
 	cr_expect(tu_balanced(&s));
 	blq_free(q);
+	wctx_free(w);
+	tu_rec_free(r);
 }
 
 Test(queue, close_from_inside_a_worker)
@@ -451,6 +476,7 @@ Test(queue, close_from_inside_a_worker)
 	/* blq_free closed it; every accepted item reached an outcome. */
 	cr_expect_eq(w->n, accepted);
 	cr_expect_eq(atomic_load(&tu_freed), 1000);
+	wctx_free(w);
 }
 
 typedef struct racer {
@@ -545,6 +571,8 @@ Test(queue, deadline_expires_or_goes_to_dlq)
 		cr_expect_eq(tu_rec_count(r), to_dlq ? 3 : 0);
 		cr_expect(tu_balanced(&s));
 		blq_free(q);
+		wctx_free(w);
+		tu_rec_free(r);
 	}
 }
 
@@ -603,6 +631,7 @@ Test(queue, streams_keep_the_exact_capacity)
 	blq_stats(q, &s);
 	cr_expect_eq(s.processed, 11);
 	blq_free(q);
+	wctx_free(w);
 }
 
 typedef struct counting_metrics {
@@ -643,6 +672,8 @@ Test(queue, metrics_writer_sees_each_event)
 	cr_expect_eq(cm.init, 1);
 	cr_expect_eq(cm.stop, 1);
 	blq_free(q);
+	wctx_free(w);
+	tu_rec_free(r);
 }
 
 Test(queue, status_json_escapes_the_name)
@@ -681,4 +712,5 @@ Test(queue, discard_dlq_frees_and_counts)
 	tu_gate_open(&w->gate);
 	blq_free(q);
 	cr_expect_eq(atomic_load(&tu_freed), 11);
+	wctx_free(w);
 }

@@ -163,6 +163,13 @@ static inline tu_rec *tu_rec_new(void)
 	return r;
 }
 
+/* Once nothing can reach r any more (the queue that fed it freed). */
+static inline void tu_rec_free(tu_rec *r)
+{
+	pthread_mutex_destroy(&r->mu);
+	free(r);
+}
+
 static inline size_t tu_rec_count(tu_rec *r)
 {
 	pthread_mutex_lock(&r->mu);
