@@ -514,6 +514,7 @@ int blq__ifs_salvage(blq_inspect *in, const blq__iarea *a, const char *file, con
 				      file);
 	if (rc < 0)
 		return rc;
+	rc = 0;
 	if (f.hdr != BLQ__DUMP_OK) {
 		walk(&f, false, 0, NULL, NULL, &at, why, sizeof(why), &stopped);
 		rc = blq__error_set(err, BLQ_EINVAL, "salvage: \"%s\": not a dump file: %s", f.path,
@@ -650,6 +651,7 @@ static int delete_file(blq_inspect *in, const blq__iarea *a, const char *name,
 					 "%s: no such file (restored, moved or deleted)", part);
 		return rc;
 	}
+	rc = 0;
 	/* The restorer's lock: held by one means skip; held by us means no
 	 * restorer claims the file until we are done with it. */
 	if (flock(f.fd, LOCK_EX | LOCK_NB) != 0) {

@@ -1,6 +1,9 @@
-/* The inspector's stream back end in a build without BLQ_WITH_REDIS: a
- * stream dump or dead store is refused at open, so the other entry points
- * are never reached with a stream area. */
+/*
+ * The inspector's stream back end in a build without BLQ_WITH_REDIS.
+ * A stream dump or dead store is refused at open (BLQ_ENOTSUP), so the
+ * other entry points are never reached with a stream area; they say the
+ * same if they are.
+ */
 #include "errorf.h"
 #include "inspect.h"
 
