@@ -816,6 +816,40 @@ Test(dlqinspect, append_writes_a_file_a_restorer_picks_up)
 	du_rmrf(dir);
 }
 
+/* The dead store as a directory: its own area, "dead/FILE". */
+Test(dlqinspect, a_dead_store_directory_is_listed_scanned_and_deleted)
+{
+	char *dir = du_tmpdir("insdd");
+	char *dead = du_tmpdir("insde");
+	char f[300];
+	snprintf(f, sizeof(f), "%s/x.bin", dead);
+	write_file(f, 50, 2);
+	blq_inspect_config c = {.directory = dir, .dead_directory = dead, .version = VERSION};
+	blq_error err;
+	blq_inspect *in = blq_inspect_open(&c, &err);
+	cr_assert_not_null(in, "%s", err.msg);
+	parts *ps = list(in);
+	cr_assert_eq(ps->n, 1);
+	cr_expect_str_eq(ps->loc[0], "dead/x.bin");
+	cr_expect_eq(ps->p[0].area, BLQ_INSPECT_DEAD);
+	cr_expect_eq(ps->p[0].records, 2);
+	cr_expect_eq(ps->p[0].oldest_ns, 42, "the why's time");
+	coll *k = scan(in, &(blq_inspect_filter){.part = "dead"});
+	cr_assert_eq(k->n, 2);
+	cr_expect_str_eq(k->r[1].loc, "dead/x.bin#1@63");
+	cr_expect_eq(k->r[1].id, 51);
+	const char *sel[] = {"dead/x.bin#1@63"};
+	blq_inspect_delete_stats st;
+	cr_assert_eq(blq_inspect_delete(in, sel, 1, 0, NULL, NULL, &st, &err), 0, "%s", err.msg);
+	cr_expect_eq(st.rewritten, 1);
+	k = scan(in, NULL);
+	cr_assert_eq(k->n, 1);
+	cr_expect_eq(k->r[0].id, 50);
+	blq_inspect_close(in);
+	du_rmrf(dir);
+	du_rmrf(dead);
+}
+
 /* ---- bad inputs ------------------------------------------------------- */
 
 Test(dlqinspect, bad_directories_are_named_and_left_alone)
@@ -1047,6 +1081,48 @@ Test(dlqinspect, a_redis_dump_lists_scans_deletes_and_appends)
 	blq_dump_reader_free(rd);
 	rdel(rc, key);
 	redisFree(rc);
+}
+
+/* A directory dump with its dead store in a stream. */
+Test(dlqinspect, a_dead_store_stream_beside_a_directory_dump)
+{
+	char host[128];
+	int port;
+	if (!redis_addr(host, sizeof(host), &port))
+		return;
+	const char *key = "blq:test:inspect:dead";
+	redisContext *rc = rconn(host, port);
+	rdel(rc, key);
+	blq_dump_redis_config wc = {.host = host, .port = port, .key = key};
+	blq_error err;
+	blq_dump_writer *w = blq_dump_redis_writer_new(&wc, &err);
+	cr_assert_not_null(w, "%s", err.msg);
+	blq_dump *d = dump_on(w);
+	leak_failed(d, 100, 2);
+	blq_dump_free(d);
+	blq_dump_writer_free(w);
+	char *dir = du_tmpdir("insds");
+	blq_inspect_config c = {.directory = dir, .dead_key = key, .host = host, .port = port,
+				.version = VERSION};
+	blq_inspect *in = blq_inspect_open(&c, &err);
+	cr_assert_not_null(in, "%s", err.msg);
+	parts *ps = list(in);
+	cr_assert_eq(ps->n, 1);
+	cr_expect_str_eq(ps->loc[0], "dead");
+	cr_expect(ps->p[0].stream);
+	cr_expect_eq(ps->p[0].records, 2);
+	coll *k = scan(in, NULL);
+	cr_assert_eq(k->n, 2);
+	check_failed_why(&k->r[0]);
+	cr_expect(strncmp(k->r[0].loc, "dead:", 5) == 0, "%s", k->r[0].loc);
+	const char *all[] = {"dead"};
+	blq_inspect_delete_stats st;
+	cr_assert_eq(blq_inspect_delete(in, all, 1, 0, NULL, NULL, &st, &err), 0, "%s", err.msg);
+	cr_expect_eq(st.records, 2);
+	blq_inspect_close(in);
+	rdel(rc, key);
+	redisFree(rc);
+	du_rmrf(dir);
 }
 
 Test(dlqinspect, bad_redis_inputs_are_named_and_left_alone)
