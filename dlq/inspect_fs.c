@@ -321,14 +321,36 @@ int blq__ifs_list(blq_inspect *in, const blq__iarea *a, blq_inspect_part_fn fn, 
 
 /* ---- scan ---- */
 
+/* Record offsets, gathered in order. */
+typedef struct offs_acc {
+	size_t *offs;
+	size_t n, cap;
+	bool nomem;
+} offs_acc;
+
+/* Appends off; 1 (stop the walk) when out of memory. */
+static int offs_push(offs_acc *o, size_t off)
+{
+	if (o->n == o->cap) {
+		size_t cap = o->cap ? o->cap * 2 : 64;
+		size_t *p = realloc(o->offs, cap * sizeof(*p));
+		if (p == NULL) {
+			o->nomem = true;
+			return 1;
+		}
+		o->offs = p;
+		o->cap = cap;
+	}
+	o->offs[o->n++] = off;
+	return 0;
+}
+
 typedef struct scan_acc {
 	const blq__iarea *a;
 	blq__iemit *e;
 	char part[280]; /* "quarantine/" and a name: room for "#INDEX@OFFSET" */
 	bool collect; /* newest first: offsets gathered, handed out after */
-	size_t *offs;
-	size_t n, cap;
-	bool nomem;
+	offs_acc o;
 } scan_acc;
 
 static int emit_rec(scan_acc *s, const ifile *f, uint64_t index, size_t off,
@@ -350,20 +372,7 @@ static int scan_rec(void *ctx, const ifile *f, uint64_t index, size_t off,
 {
 	scan_acc *s = ctx;
 
-	if (!s->collect)
-		return emit_rec(s, f, index, off, rec);
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 64;
-		size_t *p = realloc(s->offs, cap * sizeof(*p));
-		if (p == NULL) {
-			s->nomem = true;
-			return 1;
-		}
-		s->offs = p;
-		s->cap = cap;
-	}
-	s->offs[s->n++] = off;
-	return 0;
+	return s->collect ? offs_push(&s->o, off) : emit_rec(s, f, index, off, rec);
 }
 
 static void emit_report(scan_acc *s, enum blq_inspect_state state, const char *why, size_t at)
@@ -391,9 +400,9 @@ static int scan_file(blq_inspect *in, const blq__iarea *a, const char *name, boo
 	}
 	int damage = walk(&f, a->versioned, in->version, scan_rec, &s, &at, why, sizeof(why),
 			  &stopped);
-	if (s.nomem) {
+	if (s.o.nomem) {
 		file_close(&f);
-		free(s.offs);
+		free(s.o.offs);
 		return blq__error_set(err, BLQ_ENOMEM, "inspect: out of memory");
 	}
 	if (!reverse) {
@@ -402,15 +411,15 @@ static int scan_file(blq_inspect *in, const blq__iarea *a, const char *name, boo
 	} else {
 		if (damage != 0)
 			emit_report(&s, BLQ_INSPECT_DAMAGED, why, at);
-		for (size_t i = s.n; i-- > 0 && !e->stop;) {
+		for (size_t i = s.o.n; i-- > 0 && !e->stop;) {
 			blq_dump_record rec;
-			size_t off = s.offs[i];
+			size_t off = s.o.offs[i];
 			blq__dump_rec_parse(f.buf, f.len, f.format, &off, &rec);
 			rec.version = f.version;
-			emit_rec(&s, &f, i, s.offs[i], &rec);
+			emit_rec(&s, &f, i, s.o.offs[i], &rec);
 		}
 	}
-	free(s.offs);
+	free(s.o.offs);
 	file_close(&f);
 	return 0;
 }
@@ -538,30 +547,11 @@ int blq__ifs_salvage(blq_inspect *in, const blq__iarea *a, const char *file, con
 
 /* ---- delete ---- */
 
-typedef struct offs_acc {
-	size_t *offs;
-	size_t n, cap;
-	bool nomem;
-} offs_acc;
-
 static int note_off(void *ctx, const ifile *f, uint64_t index, size_t off,
 		    const blq_dump_record *rec)
 {
-	offs_acc *o = ctx;
-
 	(void)f, (void)index, (void)rec;
-	if (o->n == o->cap) {
-		size_t cap = o->cap ? o->cap * 2 : 64;
-		size_t *p = realloc(o->offs, cap * sizeof(*p));
-		if (p == NULL) {
-			o->nomem = true;
-			return 1;
-		}
-		o->offs = p;
-		o->cap = cap;
-	}
-	o->offs[o->n++] = off;
-	return 0;
+	return offs_push(ctx, off);
 }
 
 /* Removes the file (held under its lock), then its checkpoint. */

@@ -913,6 +913,22 @@ static void rdel(redisContext *c, const char *key)
 	freeReplyObject(redisCommand(c, "DEL %s %s:quarantine", key, key));
 }
 
+/* A stream dump made by a real blq_dump: n overflow leaks (ids 0..n-1),
+ * then k failures (ids 100..). */
+static void fill_stream(const char *host, int port, const char *key, uint64_t n, uint64_t k)
+{
+	blq_dump_redis_config wc = {.host = host, .port = port, .key = key};
+	blq_error err;
+	blq_dump_writer *w = blq_dump_redis_writer_new(&wc, &err);
+	cr_assert_not_null(w, "%s", err.msg);
+	blq_dump *d = dump_on(w);
+	if (n > 0)
+		leak_overflow(d, 0, n);
+	leak_failed(d, 100, k);
+	blq_dump_free(d);
+	blq_dump_writer_free(w);
+}
+
 /* XRANGE and XPENDING of key, printed: to compare before and after. */
 static char *rdump(redisContext *c, const char *key)
 {
@@ -952,16 +968,10 @@ Test(dlqinspect, a_redis_dump_lists_scans_deletes_and_appends)
 	const char *key = "blq:test:inspect";
 	redisContext *rc = rconn(host, port);
 	rdel(rc, key);
+	fill_stream(host, port, key, 6, 3);
 	blq_dump_redis_config wc = {.host = host, .port = port, .key = key, .version = VERSION,
-				    .consumer = "r1", .claim_idle_ns = 60000000000ull};
+				    .consumer = "r1"};
 	blq_error err;
-	blq_dump_writer *w = blq_dump_redis_writer_new(&wc, &err);
-	cr_assert_not_null(w, "%s", err.msg);
-	blq_dump *d = dump_on(w);
-	leak_overflow(d, 0, 6);
-	leak_failed(d, 100, 3);
-	blq_dump_free(d);
-	blq_dump_writer_free(w);
 	/* A bad entry, and a quarantined one. */
 	freeReplyObject(redisCommand(rc, "XADD %s * v 7 r junk", key));
 	freeReplyObject(redisCommand(rc, "XADD %s:quarantine * id 1-1 reason %s v 7", key,
@@ -1093,14 +1103,8 @@ Test(dlqinspect, a_dead_store_stream_beside_a_directory_dump)
 	const char *key = "blq:test:inspect:dead";
 	redisContext *rc = rconn(host, port);
 	rdel(rc, key);
-	blq_dump_redis_config wc = {.host = host, .port = port, .key = key};
+	fill_stream(host, port, key, 0, 2);
 	blq_error err;
-	blq_dump_writer *w = blq_dump_redis_writer_new(&wc, &err);
-	cr_assert_not_null(w, "%s", err.msg);
-	blq_dump *d = dump_on(w);
-	leak_failed(d, 100, 2);
-	blq_dump_free(d);
-	blq_dump_writer_free(w);
 	char *dir = du_tmpdir("insds");
 	blq_inspect_config c = {.directory = dir, .dead_key = key, .host = host, .port = port,
 				.version = VERSION};
