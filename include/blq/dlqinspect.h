@@ -99,7 +99,13 @@ BLQ_API int blq_inspect_loc_parse(const char *s, blq_inspect_loc *out, blq_error
  */
 BLQ_API int blq_inspect_loc_format(const blq_inspect_loc *l, char *out, size_t cap);
 
-/** The name of an area ("dump", "quarantine", "dead"); "?" for others. */
+/**
+ * The name of an area, as locations spell it.
+ * \param a the area.
+ * \return a static string: "dump", "quarantine", "dead"; "?" for other
+ *         values.
+ * \threadsafety Any thread.
+ */
 BLQ_API const char *blq_inspect_area_name(enum blq_inspect_area a);
 
 /** An inspector of one dump. Opaque: made by blq_inspect_open, freed with
@@ -391,7 +397,8 @@ typedef struct blq_inspect_deletion {
 	const char *message;  /**< a sentence for the operator */
 } blq_inspect_deletion;
 
-/** Receives each action; return value ignored. */
+/** Receives each action of blq_inspect_delete, as it happens (dry run:
+ * as it would happen). */
 typedef void (*blq_inspect_deletion_fn)(void *ctx, const blq_inspect_deletion *d);
 
 /** Totals of blq_inspect_delete. */
@@ -453,7 +460,9 @@ typedef struct blq_inspect_item {
  * \param[out] err optional.
  * \retval 0 all written.
  * \retval BLQ_EINVAL a NULL argument, an item longer than
- *         BLQ_DUMP_RECORD_MAX, a why with a bad reason.
+ *         BLQ_DUMP_RECORD_MAX, a why with a bad reason, a directory
+ *         dump whose file_mask makes names its match does not take (the
+ *         fs writer's message).
  * \retval BLQ_EIO the write failed (files: nothing published; stream:
  *         the entries before the failure are written).
  * \retval BLQ_ENOMEM out of memory.
