@@ -53,8 +53,7 @@
 #include "dump_fs_checkpoint.h"
 #include "dump_util.h"
 
-/* Larger files are quarantined unread. */
-#define FILE_MAX (((uint64_t)1 << 30) + 2u * BLQ_DUMP_RECORD_MAX)
+#define FILE_MAX BLQ__FS_FILE_MAX
 #define DAMAGE_VERSION -100
 #define DAMAGE_SIZE -101
 
@@ -145,15 +144,14 @@ static int store_ckpt(fs_dump *d, bool durable, blq_error *err)
 	return 0;
 }
 
-/* Reads the whole file; on a short read keeps what it got (the parse then
- * reports a truncated record). */
-static int slurp(fs_dump *d, size_t size)
+int blq__fs_read_all(int fd, size_t size, unsigned char **buf, size_t *len)
 {
-	d->buf = malloc(size ? size : 1);
-	if (d->buf == NULL)
+	*len = 0;
+	*buf = malloc(size ? size : 1);
+	if (*buf == NULL)
 		return BLQ_ENOMEM;
-	while (d->len < size) {
-		ssize_t k = pread(d->fd, d->buf + d->len, size - d->len, (off_t)d->len);
+	while (*len < size) {
+		ssize_t k = pread(fd, *buf + *len, size - *len, (off_t)*len);
 
 		if (k < 0 && errno == EINTR)
 			continue;
@@ -161,7 +159,7 @@ static int slurp(fs_dump *d, size_t size)
 			return BLQ_EIO;
 		if (k == 0)
 			break;
-		d->len += (size_t)k;
+		*len += (size_t)k;
 	}
 	return 0;
 }
@@ -247,7 +245,7 @@ static int claim(fs_reader *r, const char *path, fs_dump **out, blq_error *err)
 		*out = d;
 		return 1;
 	}
-	int rc = slurp(d, (size_t)st.st_size);
+	int rc = blq__fs_read_all(d->fd, (size_t)st.st_size, &d->buf, &d->len);
 	if (rc != 0) {
 		int e = errno;
 		dump_close(d);

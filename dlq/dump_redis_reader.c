@@ -55,6 +55,7 @@
 #include "dump_format.h"
 #include "dump_util.h"
 #include "redis_conn.h"
+#include "redis_entry.h"
 
 #define DEFAULT_READ_COUNT 512u
 #define DEFAULT_CLAIM_IDLE 60000000000ull
@@ -87,11 +88,6 @@ typedef struct redis_dump {
 	uint64_t refreshed_ns; /* last claim (read or refresh) that succeeded */
 	bool lapsed;           /* no more entries handed out (see above) */
 } redis_dump;
-
-static bool is_str(const redisReply *r)
-{
-	return r != NULL && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS);
-}
 
 static int reply_error(redis_reader *rr, const char *cmd, redisReply *rep, blq_error *err)
 {
@@ -170,7 +166,7 @@ static redisReply *claim(redis_reader *rr, redisReply **entries, blq_error *err)
 			return NULL;
 		}
 		if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 2 ||
-		    !is_str(rep->element[0]) || rep->element[1]->type != REDIS_REPLY_ARRAY) {
+		    !blq__redis_is_str(rep->element[0]) || rep->element[1]->type != REDIS_REPLY_ARRAY) {
 			freeReplyObject(rep);
 			blq__error_set(err, BLQ_EIO, "redis %s: XAUTOCLAIM: unexpected reply",
 				       rr->conn.addr);
@@ -193,7 +189,7 @@ static const redisReply *entry_id(const redis_dump *d, size_t i)
 {
 	const redisReply *e = d->entries->element[i];
 
-	return e->type == REDIS_REPLY_ARRAY && e->elements >= 1 && is_str(e->element[0])
+	return e->type == REDIS_REPLY_ARRAY && e->elements >= 1 && blq__redis_is_str(e->element[0])
 		       ? e->element[0]
 		       : NULL;
 }
@@ -233,7 +229,7 @@ static void delivery_counts(redis_reader *rr, redis_dump *d)
 	size_t j = 0;
 	for (size_t i = 0; rep->type == REDIS_REPLY_ARRAY && i < rep->elements; i++) {
 		const redisReply *p = rep->element[i];
-		if (p->type != REDIS_REPLY_ARRAY || p->elements < 4 || !is_str(p->element[0]) ||
+		if (p->type != REDIS_REPLY_ARRAY || p->elements < 4 || !blq__redis_is_str(p->element[0]) ||
 		    p->element[3]->type != REDIS_REPLY_INTEGER)
 			continue;
 		for (; j < n; j++) {
@@ -349,57 +345,6 @@ static int quarantine(redis_reader *rr, const redisReply *id, const redisReply *
 	return 0;
 }
 
-/* Checks one entry; fills rec or says why it is bad. *rf names the
- * record's field ("r": format 1, "r2": format 2). */
-static const char *check_entry(redis_reader *rr, const redisReply *fields, const redisReply **v,
-			       const char **rf, const redisReply **r, blq_dump_record *rec)
-{
-	unsigned format = 0;
-
-	*v = *r = NULL;
-	*rf = "r";
-	for (size_t i = 0; i + 1 < fields->elements; i += 2) {
-		const redisReply *f = fields->element[i], *x = fields->element[i + 1];
-		unsigned fmt = 0;
-
-		if (!is_str(f) || !is_str(x))
-			continue;
-		if (f->len == 1 && f->str[0] == 'v')
-			*v = x;
-		else if (f->len == 1 && f->str[0] == 'r')
-			fmt = 1;
-		else if (f->len == 2 && f->str[0] == 'r' && f->str[1] == '2')
-			fmt = 2;
-		if (fmt == 0)
-			continue;
-		if (*r != NULL)
-			return "more than one record field (r, r2)";
-		*r = x;
-		*rf = fmt == 1 ? "r" : "r2";
-		format = fmt;
-	}
-	if (*v == NULL || *r == NULL)
-		return "missing field v or r (format 1) / r2 (format 2)";
-	char buf[24], *end;
-	if ((*v)->len == 0 || (*v)->len >= sizeof(buf))
-		return "bad version field";
-	memcpy(buf, (*v)->str, (*v)->len);
-	buf[(*v)->len] = '\0';
-	unsigned long long ver = strtoull(buf, &end, 10);
-	if (*end != '\0')
-		return "bad version field";
-	if (ver != rr->version)
-		return "version mismatch";
-	size_t off = 0;
-	int rc = blq__dump_rec_parse((const unsigned char *)(*r)->str, (*r)->len, format, &off, rec);
-	if (rc != BLQ__DUMP_OK)
-		return blq__dump_parse_str(rc);
-	if (off != (*r)->len)
-		return "trailing bytes after the record";
-	rec->version = ver;
-	return NULL;
-}
-
 static void queue_ack(redis_dump *d, size_t i)
 {
 	if (d->acked[i])
@@ -435,7 +380,7 @@ static int rr_record(blq_dump_reader *rd, void *dump, blq_dump_record *rec, blq_
 		size_t i = d->next++;
 		const redisReply *e = d->entries->element[i];
 
-		if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 || !is_str(e->element[0]) ||
+		if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 || !blq__redis_is_str(e->element[0]) ||
 		    e->element[1]->type != REDIS_REPLY_ARRAY) {
 			/* Deleted meanwhile (nil fields): nothing to restore,
 			 * but still pending: ack it. */
@@ -444,7 +389,7 @@ static int rr_record(blq_dump_reader *rd, void *dump, blq_dump_record *rec, blq_
 		}
 		const redisReply *v, *r;
 		const char *rf;
-		const char *why = check_entry(rr, e->element[1], &v, &rf, &r, rec);
+		const char *why = blq__redis_entry_check(e->element[1], &rr->version, &v, &rf, &r, rec);
 		if (why == NULL) {
 			rec->index = i;
 			rec->deliveries = d->deliveries != NULL ? d->deliveries[i] : 0;

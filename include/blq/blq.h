@@ -16,6 +16,7 @@
 #include <blq/schedule.h>
 #include <blq/dlq.h>
 #include <blq/dlqdump.h>
+#include <blq/dlqinspect.h>
 #include <blq/workers.h>
 #include <blq/prometheus.h>
 

@@ -1,0 +1,735 @@
+/*
+ * The inspector's directory back end: dump files as parts, their records.
+ *
+ * Design
+ * - Reading. A file is opened read-only and read whole into a buffer sized
+ *   by fstat (as the fs reader does: blq__fs_read_all), then parsed in
+ *   place by dump_format.c, so the inspector and the restorer agree on
+ *   every byte: the same records are good, the same damage is found at the
+ *   same offset. A file of another version than the dump's is damage (its
+ *   reader would quarantine it). Nothing is written or locked: the file's
+ *   checkpoint is only read (blq__ckpt_load) to say which records are done
+ *   and how many claims the file had; whether a restorer holds the file is
+ *   read from /proc/locks (its flock, by device and inode) rather than by
+ *   trying the lock, which would make a restorer's claim skip the file.
+ *   A file that a restorer removes or moves between the listing and the
+ *   open is reported gone; one removed while read is read all the same
+ *   (the open descriptor keeps its data).
+ * - Writing goes through the fs writer (blq_dump_fs_writer_new): salvage
+ *   and append publish a new file under the dump's mask, written to a
+ *   hidden temporary name, fsync'd, renamed, the directory fsync'd.
+ * - Deleting works under the restorer's own lock, the file's exclusive
+ *   flock, taken without waiting: a file a restorer holds is skipped and
+ *   reported, never changed under it, and while the inspector holds it no
+ *   restorer claims it (they skip locked files). A file left with no
+ *   record to restore is unlinked, then its checkpoint (the order of
+ *   fs_commit). Otherwise the kept records (not selected, not done by the
+ *   checkpoint) are written by the fs writer into a hidden directory of
+ *   the dump's directory, that new file is locked too, renamed over the
+ *   old one, the directory fsync'd, and a checkpoint carrying the old
+ *   claim count is stored for the new inode before the lock is let go: a
+ *   restorer sees the old file or the new one, never both or half, and a
+ *   redelivery is still marked as one. A crash in between leaves either
+ *   the old file (and a hidden directory, which no reader looks into) or
+ *   the new one without its checkpoint (its records then come with
+ *   deliveries 0: a duplicate is possible, no loss).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "dump_fs.h"
+#include "dump_fs_checkpoint.h"
+#include "errorf.h"
+#include "inspect.h"
+
+/* An open dump file, read whole. */
+typedef struct ifile {
+	char path[PATH_MAX + 256];
+	const char *name;
+	int fd;
+	struct stat st;
+	unsigned char *buf;
+	size_t len;
+	int hdr; /* BLQ__DUMP_OK or the header's damage; 0: not read (too large) */
+	unsigned format;
+	uint64_t version;
+	blq__ckpt ck; /* zero when the file has no valid checkpoint */
+} ifile;
+
+static void file_close(ifile *f)
+{
+	if (f->fd >= 0)
+		close(f->fd);
+	free(f->buf);
+	free(f->ck.bits);
+	f->fd = -1;
+	f->buf = NULL;
+	f->ck.bits = NULL;
+}
+
+/* Opens and reads a->path/name: 1 read, 0 gone (or not a regular file),
+ * negative error. */
+static int file_open(const blq__iarea *a, const char *name, ifile *f, blq_error *err)
+{
+	memset(f, 0, sizeof(*f));
+	f->fd = -1;
+	int n = snprintf(f->path, sizeof(f->path), "%s/%s", a->path, name);
+	if (n < 0 || (size_t)n >= sizeof(f->path))
+		return blq__error_set(err, BLQ_EINVAL, "\"%s/%s\": path too long", a->path, name);
+	f->name = strrchr(f->path, '/') + 1;
+	f->fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (f->fd < 0 && (errno == ENOENT || errno == ELOOP))
+		return 0;
+	if (f->fd < 0)
+		return blq__error_set(err, BLQ_EIO, "cannot open \"%s\": %s", f->path,
+				      strerror(errno));
+	if (fstat(f->fd, &f->st) != 0 || !S_ISREG(f->st.st_mode)) {
+		file_close(f);
+		return 0;
+	}
+	if ((uint64_t)f->st.st_size <= BLQ__FS_FILE_MAX) {
+		int rc = blq__fs_read_all(f->fd, (size_t)f->st.st_size, &f->buf, &f->len);
+		if (rc != 0) {
+			int e = errno;
+			file_close(f);
+			return rc == BLQ_ENOMEM
+				       ? blq__error_set(err, rc, "inspect: out of memory")
+				       : blq__error_set(err, rc, "cannot read \"%s\": %s", f->path,
+							strerror(e));
+		}
+		f->hdr = blq__dump_header_check(f->buf, f->len, &f->format, &f->version);
+	}
+	char ckpt[PATH_MAX + 300];
+	if (blq__ckpt_path(f->path, ckpt, sizeof(ckpt)))
+		blq__ckpt_load(ckpt, &f->st, &f->ck); /* read only; zero when none */
+	return 1;
+}
+
+static bool ck_done(const blq__ckpt *c, uint64_t i)
+{
+	if (i < c->prefix)
+		return true;
+	uint64_t k = i - c->prefix;
+	return k < c->nbits && (c->bits[k / 8] >> (k % 8) & 1u);
+}
+
+static uint64_t mtime_ns(const struct stat *st)
+{
+	return (uint64_t)st->st_mtim.tv_sec * 1000000000u + (uint64_t)st->st_mtim.tv_nsec;
+}
+
+/* Called for each good record; nonzero stops the walk. */
+typedef int (*rec_fn)(void *ctx, const ifile *f, uint64_t index, size_t off,
+		      const blq_dump_record *rec);
+
+/* Hands out f's good records; returns 0 when the file is whole, else a
+ * damage code with *at and words in why. versioned: another version than
+ * want is damage. *stopped when fn stopped it. */
+static int walk(const ifile *f, bool versioned, uint64_t want, rec_fn fn, void *ctx, size_t *at,
+		char *why, size_t cap, bool *stopped)
+{
+	blq_dump_record rec;
+	size_t off = BLQ__DUMP_HEADER;
+
+	*at = 0;
+	*stopped = false;
+	if (f->hdr == 0) {
+		snprintf(why, cap, "file larger than %llu bytes",
+			 (unsigned long long)BLQ__FS_FILE_MAX);
+		return BLQ__DUMP_TOO_LONG;
+	}
+	if (f->hdr != BLQ__DUMP_OK) {
+		if (f->hdr == BLQ__DUMP_BAD_FORMAT) {
+			*at = 4;
+			snprintf(why, cap, "unknown format %u (flags %#x)", f->buf[4] | f->buf[5] << 8,
+				 (unsigned)(f->buf[6] | f->buf[7] << 8));
+		} else {
+			snprintf(why, cap, "%s", blq__dump_parse_str(f->hdr));
+		}
+		return f->hdr;
+	}
+	if (versioned && f->version != want) {
+		*at = 8;
+		snprintf(why, cap, "version %llu, this dump is %llu", (unsigned long long)f->version,
+			 (unsigned long long)want);
+		return BLQ__DUMP_BAD_FORMAT;
+	}
+	for (uint64_t i = 0;; i++) {
+		size_t start = off;
+		int rc = blq__dump_rec_parse(f->buf, f->len, f->format, &off, &rec);
+		if (rc == BLQ__DUMP_END)
+			return 0;
+		if (rc != BLQ__DUMP_OK) {
+			*at = start;
+			snprintf(why, cap, "%s", blq__dump_parse_str(rc));
+			return rc;
+		}
+		rec.version = f->version;
+		rec.index = i;
+		if (fn != NULL && fn(ctx, f, i, start, &rec) != 0) {
+			*stopped = true;
+			return 0;
+		}
+	}
+}
+
+/* The area's files matching its glob, sorted by name; globfree(g) after,
+ * whatever it returned. */
+static int list_files(const blq__iarea *a, glob_t *g, blq_error *err)
+{
+	char pattern[PATH_MAX + 260];
+
+	memset(g, 0, sizeof(*g)); /* so globfree is right whatever happens */
+	snprintf(pattern, sizeof(pattern), "%s/%s", a->path, a->match);
+	int e = glob(pattern, GLOB_ERR, NULL, g);
+	if (e == GLOB_NOMATCH || (e == GLOB_ABORTED && errno == ENOENT))
+		return 0;
+	if (e != 0)
+		return blq__error_set(err, BLQ_EIO, "directory \"%s\": cannot list (glob error %d)",
+				      a->path, e);
+	return 0;
+}
+
+static const char *base_of(const char *path)
+{
+	return strrchr(path, '/') + 1;
+}
+
+int blq__ifs_check(const blq__iarea *a, const char *field, blq_error *err)
+{
+	struct stat st;
+	glob_t g;
+
+	if (stat(a->path, &st) != 0) {
+		if (errno == ENOENT && a->area == BLQ_INSPECT_QUARANTINE)
+			return 0; /* no file was quarantined yet */
+		return blq__error_set(err, BLQ_EINVAL, "%s: \"%s\": %s", field, a->path,
+				      strerror(errno));
+	}
+	if (!S_ISDIR(st.st_mode))
+		return blq__error_set(err, BLQ_EINVAL, "%s: \"%s\": not a directory", field, a->path);
+	if (access(a->path, R_OK | X_OK) != 0)
+		return blq__error_set(err, BLQ_EINVAL, "%s: \"%s\": %s", field, a->path,
+				      strerror(errno));
+	if (a->area == BLQ_INSPECT_QUARANTINE)
+		return 0; /* damaged files are what it is for */
+	int rc = list_files(a, &g, err);
+	size_t dumps = 0;
+	if (rc != 0 || g.gl_pathc == 0) {
+		globfree(&g);
+		return rc;
+	}
+	for (size_t i = 0; i < g.gl_pathc && dumps == 0; i++) {
+		char magic[4];
+		int fd = open(g.gl_pathv[i], O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+		if (fd >= 0 && pread(fd, magic, 4, 0) == 4 && memcmp(magic, BLQ__DUMP_MAGIC, 4) == 0)
+			dumps++;
+		if (fd >= 0)
+			close(fd);
+	}
+	if (dumps == 0)
+		rc = blq__error_set(err, BLQ_EINVAL,
+				    "%s: \"%s\": not a dump directory: none of its %zu files "
+				    "matching \"%s\" starts with \"" BLQ__DUMP_MAGIC "\"",
+				    field, a->path, g.gl_pathc, a->match);
+	globfree(&g);
+	return rc;
+}
+
+/* ---- list ---- */
+
+/* True when /proc/locks shows a flock on the file (a restorer holds it). */
+static bool held(const struct stat *st)
+{
+	char line[256], want[64];
+	FILE *p = fopen("/proc/locks", "re");
+	bool found = false;
+
+	if (p == NULL)
+		return false;
+	snprintf(want, sizeof(want), " %02x:%02x:%llu ", major(st->st_dev), minor(st->st_dev),
+		 (unsigned long long)st->st_ino);
+	while (!found && fgets(line, sizeof(line), p) != NULL)
+		found = strstr(line, "FLOCK") != NULL && strstr(line, want) != NULL;
+	fclose(p);
+	return found;
+}
+
+typedef struct list_acc {
+	blq_inspect_part *p;
+	const blq__ckpt *ck;
+	uint64_t mtime;
+} list_acc;
+
+static int list_rec(void *ctx, const ifile *f, uint64_t index, size_t off,
+		    const blq_dump_record *rec)
+{
+	list_acc *a = ctx;
+	uint64_t t = blq__itime(&rec->why, a->mtime);
+
+	(void)f, (void)off;
+	a->p->records++;
+	a->p->done += ck_done(a->ck, index);
+	if (a->p->oldest_ns == 0 || t < a->p->oldest_ns)
+		a->p->oldest_ns = t;
+	if (t > a->p->newest_ns)
+		a->p->newest_ns = t;
+	return 0;
+}
+
+int blq__ifs_list(blq_inspect *in, const blq__iarea *a, blq_inspect_part_fn fn, void *ctx,
+		  bool *stop, blq_error *err)
+{
+	glob_t g;
+	int rc = list_files(a, &g, err);
+
+	for (size_t i = 0; rc == 0 && i < g.gl_pathc && !*stop; i++) {
+		ifile f;
+		char loc[BLQ_INSPECT_LOC_MAX], why[128];
+		size_t at;
+		bool stopped;
+		int k = file_open(a, base_of(g.gl_pathv[i]), &f, err);
+		if (k < 0)
+			rc = k;
+		if (k <= 0)
+			continue; /* gone meanwhile: not a part any more */
+		snprintf(loc, sizeof(loc), "%s/%s", blq_inspect_area_name(a->area), f.name);
+		blq_inspect_part p = {.loc = loc, .area = a->area, .name = f.name,
+				      .bytes = (uint64_t)f.st.st_size, .held = held(&f.st)};
+		list_acc acc = {&p, &f.ck, mtime_ns(&f.st)};
+		p.damaged = walk(&f, a->versioned, in->version, list_rec, &acc, &at, why, sizeof(why),
+				 &stopped) != 0;
+		if (f.hdr == BLQ__DUMP_OK) {
+			p.format = f.format;
+			p.version = f.version;
+		}
+		*stop = fn(ctx, &p) != 0;
+		file_close(&f);
+	}
+	globfree(&g);
+	return rc;
+}
+
+/* ---- scan ---- */
+
+/* Record offsets, gathered in order. */
+typedef struct offs_acc {
+	size_t *offs;
+	size_t n, cap;
+	bool nomem;
+} offs_acc;
+
+/* Appends off; 1 (stop the walk) when out of memory. */
+static int offs_push(offs_acc *o, size_t off)
+{
+	if (o->n == o->cap) {
+		size_t cap = o->cap ? o->cap * 2 : 64;
+		size_t *p = realloc(o->offs, cap * sizeof(*p));
+		if (p == NULL) {
+			o->nomem = true;
+			return 1;
+		}
+		o->offs = p;
+		o->cap = cap;
+	}
+	o->offs[o->n++] = off;
+	return 0;
+}
+
+typedef struct scan_acc {
+	const blq__iarea *a;
+	blq__iemit *e;
+	char part[280]; /* "quarantine/" and a name: room for "#INDEX@OFFSET" */
+	bool collect; /* newest first: offsets gathered, handed out after */
+	offs_acc o;
+} scan_acc;
+
+static int emit_rec(scan_acc *s, const ifile *f, uint64_t index, size_t off,
+		    const blq_dump_record *rec)
+{
+	char loc[BLQ_INSPECT_LOC_MAX];
+	snprintf(loc, sizeof(loc), "%s#%llu@%zu", s->part, (unsigned long long)index, off);
+	blq_inspect_record r = {.loc = loc, .part = s->part, .state = BLQ_INSPECT_OK,
+				.damage = "", .index = index, .offset = off, .data = rec->data,
+				.len = rec->len, .size = BLQ__DUMP_REC_HEADER + blq__get32(f->buf + off),
+				.restores = rec->restores, .deliveries = f->ck.claims,
+				.version = rec->version, .time_ns = blq__itime(&rec->why, mtime_ns(&f->st)),
+				.done = ck_done(&f->ck, index), .consumer = "", .why = rec->why};
+	return blq__iemit_one(s->e, &r);
+}
+
+static int scan_rec(void *ctx, const ifile *f, uint64_t index, size_t off,
+		    const blq_dump_record *rec)
+{
+	scan_acc *s = ctx;
+
+	return s->collect ? offs_push(&s->o, off) : emit_rec(s, f, index, off, rec);
+}
+
+static void emit_report(scan_acc *s, enum blq_inspect_state state, const char *why, size_t at)
+{
+	blq_inspect_record r = {.loc = s->part, .part = s->part, .state = state, .damage = why,
+				.offset = at, .consumer = ""};
+	blq__iemit_one(s->e, &r);
+}
+
+static int scan_file(blq_inspect *in, const blq__iarea *a, const char *name, bool reverse,
+		     blq__iemit *e, blq_error *err)
+{
+	scan_acc s = {.a = a, .e = e, .collect = reverse};
+	char why[128];
+	size_t at;
+	bool stopped;
+	ifile f;
+
+	snprintf(s.part, sizeof(s.part), "%s/%s", blq_inspect_area_name(a->area), name);
+	int k = file_open(a, name, &f, err);
+	if (k <= 0) {
+		if (k == 0)
+			emit_report(&s, BLQ_INSPECT_GONE, "gone (restored, moved or deleted)", 0);
+		return k;
+	}
+	int damage = walk(&f, a->versioned, in->version, scan_rec, &s, &at, why, sizeof(why),
+			  &stopped);
+	if (s.o.nomem) {
+		file_close(&f);
+		free(s.o.offs);
+		return blq__error_set(err, BLQ_ENOMEM, "inspect: out of memory");
+	}
+	if (!reverse) {
+		if (damage != 0 && !e->stop)
+			emit_report(&s, BLQ_INSPECT_DAMAGED, why, at);
+	} else {
+		if (damage != 0)
+			emit_report(&s, BLQ_INSPECT_DAMAGED, why, at);
+		for (size_t i = s.o.n; i-- > 0 && !e->stop;) {
+			blq_dump_record rec;
+			size_t off = s.o.offs[i];
+			blq__dump_rec_parse(f.buf, f.len, f.format, &off, &rec);
+			rec.version = f.version;
+			emit_rec(&s, &f, i, s.o.offs[i], &rec);
+		}
+	}
+	free(s.o.offs);
+	file_close(&f);
+	return 0;
+}
+
+int blq__ifs_scan(blq_inspect *in, const blq__iarea *a, const char *file, bool reverse,
+		  blq__iemit *e, blq_error *err)
+{
+	if (file != NULL)
+		return scan_file(in, a, file, reverse, e, err);
+	glob_t g;
+	int rc = list_files(a, &g, err);
+	for (size_t k = 0; rc == 0 && k < g.gl_pathc && !e->stop; k++) {
+		size_t i = reverse ? g.gl_pathc - 1 - k : k;
+		rc = scan_file(in, a, base_of(g.gl_pathv[i]), reverse, e, err);
+	}
+	globfree(&g);
+	return rc;
+}
+
+/* ---- writing through the fs writer ---- */
+
+static int write_batch(const char *dir, const char *mask, const char *match, const blq__buf *b,
+		       size_t count, unsigned format, uint64_t version, blq_error *err)
+{
+	blq_dump_fs_config c = {.directory = dir, .file_mask = mask[0] ? mask : NULL,
+				.match = match};
+	blq_dump_writer *w = blq_dump_fs_writer_new(&c, err);
+	size_t done;
+
+	if (w == NULL)
+		return BLQ_EINVAL;
+	blq_dump_batch batch = {.version = version, .data = b->p, .len = b->len, .count = count,
+				.format = format};
+	int rc = w->write(w, &batch, &done, err);
+	blq_dump_writer_free(w);
+	return rc;
+}
+
+static const char *dump_match(const blq_inspect *in)
+{
+	const blq__iarea *d = &in->areas[BLQ_INSPECT_DUMP];
+	return d->kind == BLQ__IAREA_DIR ? d->match : NULL;
+}
+
+int blq__ifs_append(blq_inspect *in, const blq__buf *b, size_t count, unsigned format,
+		    blq_error *err)
+{
+	return write_batch(in->areas[BLQ_INSPECT_DUMP].path, in->mask, dump_match(in), b, count,
+			   format, in->version, err);
+}
+
+typedef struct copy_acc {
+	blq__buf b;
+	size_t count;
+	unsigned format; /* of the copy: 2 once a record says why */
+	const blq__ckpt *skip; /* records done here are left out; NULL: none */
+	const bool *drop;      /* records selected here are left out; NULL: none */
+	bool nomem;
+} copy_acc;
+
+/* First pass: the copy's format. */
+static int copy_format(void *ctx, const ifile *f, uint64_t index, size_t off,
+		       const blq_dump_record *rec)
+{
+	copy_acc *c = ctx;
+
+	(void)f, (void)index, (void)off;
+	c->format = blq__iformat_for(&rec->why, c->format);
+	return 0;
+}
+
+static int copy_rec(void *ctx, const ifile *f, uint64_t index, size_t off,
+		    const blq_dump_record *rec)
+{
+	copy_acc *c = ctx;
+
+	(void)f, (void)off;
+	if ((c->skip != NULL && ck_done(c->skip, index)) || (c->drop != NULL && c->drop[index]))
+		return 0;
+	if (blq__dump_rec_append(&c->b, c->format, rec->data, rec->len, rec->restores,
+				 &rec->why) != 0) {
+		c->nomem = true;
+		return 1;
+	}
+	c->count++;
+	return 0;
+}
+
+int blq__ifs_salvage(blq_inspect *in, const blq__iarea *a, const char *file, const char *out_dir,
+		     const char *mask, uint64_t *written, blq_error *err)
+{
+	ifile f;
+	copy_acc c = {.format = 1};
+	char why[128];
+	size_t at;
+	bool stopped;
+	int rc = file_open(a, file, &f, err);
+
+	if (rc == 0)
+		return blq__error_set(err, BLQ_EINVAL, "salvage: \"%s/%s\": no such file", a->path,
+				      file);
+	if (rc < 0)
+		return rc;
+	rc = 0;
+	if (f.hdr != BLQ__DUMP_OK) {
+		walk(&f, false, 0, NULL, NULL, &at, why, sizeof(why), &stopped);
+		rc = blq__error_set(err, BLQ_EINVAL, "salvage: \"%s\": not a dump file: %s", f.path,
+				    why);
+	} else {
+		/* Another version is no damage here: the records keep theirs. */
+		walk(&f, false, 0, copy_format, &c, &at, why, sizeof(why), &stopped);
+		walk(&f, false, 0, copy_rec, &c, &at, why, sizeof(why), &stopped);
+		if (c.nomem)
+			rc = blq__error_set(err, BLQ_ENOMEM, "salvage: out of memory");
+		else if (c.count > 0)
+			rc = write_batch(out_dir, mask, dump_match(in), &c.b, c.count, c.format,
+					 f.version, err);
+	}
+	if (rc == 0 && written != NULL)
+		*written = c.count;
+	blq__buf_free(&c.b);
+	file_close(&f);
+	return rc;
+}
+
+/* ---- delete ---- */
+
+static int note_off(void *ctx, const ifile *f, uint64_t index, size_t off,
+		    const blq_dump_record *rec)
+{
+	(void)f, (void)index, (void)rec;
+	return offs_push(ctx, off);
+}
+
+/* Removes the file (held under its lock), then its checkpoint. */
+static int remove_file(const ifile *f, blq_error *err)
+{
+	char ckpt[PATH_MAX + 300];
+
+	if (unlink(f->path) != 0 && errno != ENOENT)
+		return blq__error_set(err, BLQ_EIO, "cannot remove \"%s\": %s", f->path,
+				      strerror(errno));
+	if (blq__ckpt_path(f->path, ckpt, sizeof(ckpt)))
+		unlink(ckpt);
+	return 0;
+}
+
+/* Writes c's records as f's new content, renamed over f (see the design
+ * note above), with f's claims carried into a checkpoint for it. */
+static int rewrite(const blq__iarea *a, const ifile *f, const copy_acc *c, blq_error *err)
+{
+	char tmpdir[PATH_MAX + 64], tmp[PATH_MAX + 128], ckpt[PATH_MAX + 300];
+	glob_t g = {0};
+	int fd = -1, rc;
+
+	snprintf(tmpdir, sizeof(tmpdir), "%s/.blqinspect-XXXXXX", a->path);
+	if (mkdtemp(tmpdir) == NULL)
+		return blq__error_set(err, BLQ_EIO, "cannot make a directory in \"%s\": %s", a->path,
+				      strerror(errno));
+	rc = write_batch(tmpdir, "rewrite-%i", "*", &c->b, c->count, f->format, f->version, err);
+	if (rc == 0) {
+		snprintf(tmp, sizeof(tmp), "%s/*", tmpdir);
+		if (glob(tmp, 0, NULL, &g) != 0 || g.gl_pathc != 1)
+			rc = blq__error_set(err, BLQ_EIO, "rewrite of \"%s\": no file written", f->path);
+	}
+	struct stat st;
+	if (rc == 0) {
+		snprintf(tmp, sizeof(tmp), "%s", g.gl_pathv[0]);
+		fd = open(tmp, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0 || fstat(fd, &st) != 0 ||
+		    rename(tmp, f->path) != 0)
+			rc = blq__error_set(err, BLQ_EIO, "cannot rename \"%s\" over \"%s\": %s", tmp,
+					    f->path, strerror(errno));
+	}
+	if (rc == 0) {
+		int dfd = open(a->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0 || fsync(dfd) != 0)
+			rc = blq__error_set(err, BLQ_EIO, "cannot fsync directory \"%s\": %s",
+					    a->path, strerror(errno));
+		if (dfd >= 0)
+			close(dfd);
+	}
+	if (rc == 0 && blq__ckpt_path(f->path, ckpt, sizeof(ckpt))) {
+		blq__ckpt k = {.claims = f->ck.claims};
+		blq__ckpt_identify(&k, &st);
+		if (k.claims == 0)
+			unlink(ckpt); /* none, or only done marks: all left out */
+		else if (blq__ckpt_store(ckpt, &k, true) != 0)
+			rc = blq__error_set(err, BLQ_EIO, "checkpoint \"%s\": %s", ckpt,
+					    strerror(errno));
+	}
+	if (fd >= 0)
+		close(fd);
+	if (g.gl_pathc > 0) {
+		if (rc != 0)
+			unlink(g.gl_pathv[0]);
+		globfree(&g);
+	}
+	rmdir(tmpdir);
+	return rc;
+}
+
+static int delete_file(blq_inspect *in, const blq__iarea *a, const char *name,
+		       const blq_inspect_loc *const *locs, size_t n, blq__idel *d, blq_error *err)
+{
+	char part[BLQ_INSPECT_LOC_MAX], why[128], loc[BLQ_INSPECT_LOC_MAX];
+	bool dry = d->flags & BLQ_INSPECT_DRY_RUN, stopped;
+	offs_acc o = {0};
+	copy_acc c = {0};
+	size_t at;
+	ifile f;
+	struct stat now;
+	int rc = file_open(a, name, &f, err);
+
+	snprintf(part, sizeof(part), "%s/%s", blq_inspect_area_name(a->area), name);
+	if (rc <= 0) {
+		if (rc == 0)
+			blq__idel_report(d, part, BLQ_INSPECT_NOT_FOUND, true, 0, 0, NULL,
+					 "%s: no such file (restored, moved or deleted)", part);
+		return rc;
+	}
+	rc = 0;
+	/* The restorer's lock: held by one means skip; held by us means no
+	 * restorer claims the file until we are done with it. */
+	if (flock(f.fd, LOCK_EX | LOCK_NB) != 0) {
+		blq__idel_report(d, part, BLQ_INSPECT_HELD, true, 0, 0, NULL,
+				 "%s: a restorer holds it (locked); left alone, try again later",
+				 part);
+		goto out;
+	}
+	if (stat(f.path, &now) != 0 || now.st_ino != f.st.st_ino || now.st_dev != f.st.st_dev) {
+		blq__idel_report(d, part, BLQ_INSPECT_NOT_FOUND, true, 0, 0, NULL,
+				 "%s: replaced or removed meanwhile", part);
+		goto out;
+	}
+	int damage = walk(&f, a->versioned, in->version, note_off, &o, &at, why, sizeof(why),
+			  &stopped);
+	if (o.nomem) {
+		rc = blq__error_set(err, BLQ_ENOMEM, "delete: out of memory");
+		goto out;
+	}
+	if (n == 0) { /* the whole file */
+		if (!dry && (rc = remove_file(&f, err)) != 0)
+			goto out;
+		blq__idel_report(d, part, BLQ_INSPECT_DELETED, true, o.n, 0, NULL,
+				 "%s: %s (%zu records%s)", part, dry ? "would be removed" : "removed",
+				 o.n, damage ? ", damaged" : "");
+		goto out;
+	}
+	bool *drop = calloc(o.n ? o.n : 1, sizeof(*drop));
+	if (drop == NULL) {
+		rc = blq__error_set(err, BLQ_ENOMEM, "delete: out of memory");
+		goto out;
+	}
+	size_t selected = 0, kept = 0;
+	for (size_t i = 0; i < n; i++) {
+		const blq_inspect_loc *l = locs[i];
+		blq_inspect_loc_format(l, loc, sizeof(loc));
+		if (l->index >= o.n || o.offs[l->index] != l->offset)
+			blq__idel_report(d, loc, BLQ_INSPECT_NOT_FOUND, false, 0, 0, NULL,
+					 "%s: no record %llu at offset %llu (stale location?)", loc,
+					 (unsigned long long)l->index, (unsigned long long)l->offset);
+		else if (!drop[l->index] && (drop[l->index] = true))
+			selected++;
+	}
+	for (size_t i = 0; i < o.n; i++)
+		kept += !drop[i] && !ck_done(&f.ck, i);
+	if (selected == 0) {
+		free(drop);
+		goto out;
+	}
+	if (damage != 0) {
+		blq__idel_report(d, part, BLQ_INSPECT_REFUSED, true, 0, 0, NULL,
+				 "%s: damaged (%s at offset %zu): delete it whole, or salvage it "
+				 "first; nothing changed",
+				 part, why, at);
+	} else if (kept == 0) {
+		if (dry || (rc = remove_file(&f, err)) == 0)
+			blq__idel_report(d, part, BLQ_INSPECT_DELETED, true, selected, 0, NULL,
+					 "%s: %s (every record left was selected or done)", part,
+					 dry ? "would be removed" : "removed");
+	} else {
+		c.format = f.format;
+		c.skip = &f.ck;
+		c.drop = drop;
+		walk(&f, false, 0, copy_rec, &c, &at, why, sizeof(why), &stopped);
+		if (c.nomem)
+			rc = blq__error_set(err, BLQ_ENOMEM, "delete: out of memory");
+		else if (dry || (rc = rewrite(a, &f, &c, err)) == 0)
+			blq__idel_report(d, part, BLQ_INSPECT_REWRITTEN, true, selected, kept, NULL,
+					 "%s: %s without %zu records (%zu kept)", part,
+					 dry ? "would be rewritten" : "rewritten", selected, kept);
+	}
+	free(drop);
+out:
+	blq__buf_free(&c.b);
+	free(o.offs);
+	file_close(&f); /* lets the lock go */
+	return rc;
+}
+
+int blq__ifs_delete(blq_inspect *in, const blq__iarea *a, const char *file,
+		    const blq_inspect_loc *const *locs, size_t n, blq__idel *d, blq_error *err)
+{
+	if (file != NULL)
+		return delete_file(in, a, file, locs, n, d, err);
+	glob_t g;
+	int rc = list_files(a, &g, err);
+	for (size_t i = 0; rc == 0 && i < g.gl_pathc; i++)
+		rc = delete_file(in, a, base_of(g.gl_pathv[i]), NULL, 0, d, err);
+	globfree(&g);
+	return rc;
+}

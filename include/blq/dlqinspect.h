@@ -1,0 +1,477 @@
+/**
+ * \file
+ * dlqinspect: see and act on what was dumped (blq/dlqdump.h), on disk or
+ * in Redis, beside a restorer that may be consuming the same dump. The
+ * layer under a command-line tool and a dashboard.
+ *
+ * A dump (blq_inspect_open) has three areas: the dump itself (a directory
+ * of dump files, or a Redis stream read through a consumer group), its
+ * quarantine (the reader's quarantine directory, or the stream
+ * `KEY:quarantine`) and, when configured, the restorer's dead store (a
+ * directory or a stream). An area holds parts (a file; a stream is one
+ * part), a part holds records. Each is named by a **location**, a string
+ * that prints and parses back (blq_inspect_loc_parse):
+ *
+ * \verbatim
+   dump | quarantine | dead          an area (every part in it)
+   AREA/FILE                         a file of a directory area
+   AREA/FILE#INDEX@OFFSET            record INDEX (0-based) of FILE, at byte OFFSET
+   AREA:ID                           stream entry ID ("1700000000000-0")
+   \endverbatim
+ *
+ * The offset in a file record's location guards it: an operation on it
+ * checks that record INDEX still starts at OFFSET (a file rewritten by
+ * blq_inspect_delete shifts its later records), and refuses a stale one.
+ *
+ * Reading (list, scan, verify, salvage) never claims, locks, moves, acks
+ * or deletes anything, and never writes a restorer's checkpoint: it reads
+ * files (and their checkpoints, to say which records are done) and runs
+ * XRANGE, XPENDING, XINFO. A file renamed or removed by a restorer while
+ * it is read is reported as gone, and the scan goes on.
+ *
+ * Thread-safety: a blq_inspect is used by one thread at a time (it owns a
+ * Redis connection); open one per thread for more. Several inspectors and
+ * restorers may work on one dump at once, in one process or several.
+ */
+#ifndef BLQ_DLQINSPECT_H
+#define BLQ_DLQINSPECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <blq/dlqdump.h>
+#include <blq/enqueuer.h>
+#include <blq/error.h>
+#include <blq/export.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Room for a location string with its NUL: more than any this library
+ * prints. */
+#define BLQ_INSPECT_LOC_MAX 384
+
+/** The areas of a dump. */
+enum blq_inspect_area {
+	BLQ_INSPECT_DUMP = 0,       /**< "dump": what a restorer restores */
+	BLQ_INSPECT_QUARANTINE = 1, /**< "quarantine": damaged files or entries set aside */
+	BLQ_INSPECT_DEAD = 2,       /**< "dead": the restorer's dead store */
+};
+
+/** A location, parsed (blq_inspect_loc_parse) or to print
+ * (blq_inspect_loc_format). */
+typedef struct blq_inspect_loc {
+	enum blq_inspect_area area; /**< the area */
+	/** A file's name in the area's directory; "" for a whole area or a
+	 * stream entry. */
+	char file[256];
+	/** A stream entry's id; "" otherwise. */
+	char id[48];
+	/** true: a file record, at index and offset. */
+	bool record;
+	uint64_t index;  /**< the record's index in its file (record) */
+	uint64_t offset; /**< the byte offset of its header in the file (record) */
+} blq_inspect_loc;
+
+/**
+ * Parse a location string (syntax: the \\file block above).
+ * \param s the string; NUL-terminated.
+ * \param[out] out the location.
+ * \param[out] err optional; on failure the code and a message quoting
+ *        \p s and saying what is wrong.
+ * \retval 0 parsed.
+ * \retval BLQ_EINVAL \p s or \p out NULL, an unknown area, an empty or
+ *         over-long name or id, a file name with '/'.
+ * \threadsafety Any thread.
+ */
+BLQ_API int blq_inspect_loc_parse(const char *s, blq_inspect_loc *out, blq_error *err);
+
+/**
+ * Print a location.
+ * \param l the location.
+ * \param[out] out receives the string, NUL-terminated.
+ * \param cap bytes at \p out (BLQ_INSPECT_LOC_MAX is always enough).
+ * \return its length, or BLQ_EINVAL when \p l or \p out is NULL or it
+ *         does not fit (\p out then holds "").
+ * \threadsafety Any thread.
+ */
+BLQ_API int blq_inspect_loc_format(const blq_inspect_loc *l, char *out, size_t cap);
+
+/**
+ * The name of an area, as locations spell it.
+ * \param a the area.
+ * \return a static string: "dump", "quarantine", "dead"; "?" for other
+ *         values.
+ * \threadsafety Any thread.
+ */
+BLQ_API const char *blq_inspect_area_name(enum blq_inspect_area a);
+
+/** An inspector of one dump. Opaque: made by blq_inspect_open, freed with
+ * blq_inspect_close. */
+typedef struct blq_inspect blq_inspect;
+
+/** Where the dump is: either `directory` or `key`, as its writer and
+ * reader are configured (blq_dump_fs_config, blq_dump_redis_config).
+ * Zero is the default everywhere; only read by blq_inspect_open. */
+typedef struct blq_inspect_config {
+	/** A directory dump: the directory. */
+	const char *directory;
+	/** Its files: glob, as the reader's match. Default "*.bin". */
+	const char *match;
+	/** Its quarantine. Default `DIRECTORY/quarantine`; may be missing. */
+	const char *quarantine;
+	/** Names of files blq_inspect_append writes, as the writer's
+	 * file_mask (must match `match`). Default the writer's. */
+	const char *file_mask;
+	/** A stream dump: the stream's key (1..200 bytes). */
+	const char *key;
+	/** Its consumer group, as the restorer's reader has it. Default
+	 * "blq". Only read: the inspector never creates it nor joins it. */
+	const char *group;
+	/** Redis server of the stream dump or dead store. Default
+	 * "127.0.0.1". */
+	const char *host;
+	int port;                    /**< default (0) 6379 */
+	uint64_t connect_timeout_ns; /**< default 1 s */
+	uint64_t command_timeout_ns; /**< default 5 s */
+	/** The dead store, if the restorer has one (blq_restorer_config.dead):
+	 * a directory of dump files ... */
+	const char *dead_directory;
+	/** ... whose files match this. Default "*.bin". */
+	const char *dead_match;
+	/** ... or a stream on `host`:`port`. At most one of the two. */
+	const char *dead_key;
+	/** The dump's version (blq_dump_config.version): a file or entry of
+	 * another version is what its reader would quarantine, and is
+	 * reported as damaged; blq_inspect_append writes it. */
+	uint64_t version;
+} blq_inspect_config;
+
+/**
+ * Check the config and open the dump (connecting to Redis when a stream is
+ * configured). Nothing is created or modified.
+ * \param cfg the configuration; only read during the call.
+ * \param[out] err optional; on failure the code and a message naming what
+ *        is wrong.
+ * \return the inspector, or NULL with in \p err: BLQ_EINVAL (\p cfg NULL;
+ *         neither or both of directory and key; both dead stores; a
+ *         missing path, a path that is not a directory; "not a dump
+ *         directory": files match `match` but none starts with the dump
+ *         magic; a key of another type than a stream; Redis unreachable,
+ *         the message naming host:port), BLQ_ENOTSUP (a stream without
+ *         BLQ_WITH_REDIS) or BLQ_ENOMEM. The caller owns it: close it with
+ *         blq_inspect_close.
+ * \threadsafety Any thread.
+ */
+BLQ_API blq_inspect *blq_inspect_open(const blq_inspect_config *cfg, blq_error *err);
+
+/**
+ * Close the inspector and free it.
+ * \param in the inspector; NULL is a no-op.
+ */
+BLQ_API void blq_inspect_close(blq_inspect *in);
+
+/* ---- list --------------------------------------------------------- */
+
+/** A consumer of the dump's group with entries pending (XPENDING). */
+typedef struct blq_inspect_consumer {
+	const char *name; /**< its name */
+	uint64_t pending; /**< entries it holds, not acked */
+} blq_inspect_consumer;
+
+/** A part as blq_inspect_list hands it out. Every pointer in it is valid
+ * during the callback only. */
+typedef struct blq_inspect_part {
+	const char *loc;            /**< its location ("dump/NAME", "quarantine") */
+	enum blq_inspect_area area; /**< its area */
+	bool stream;                /**< a stream (else a file) */
+	const char *name;           /**< the file's name, or the stream's key */
+	uint64_t records;           /**< good records (entries that parse) */
+	uint64_t bytes;             /**< file: its size; stream: the records' bytes */
+	/** Files: records a restorer marked done in the file's checkpoint
+	 * (restored; the file goes once all are). */
+	uint64_t done;
+	/** File: 1 when damaged (blq_inspect_scan says where); stream:
+	 * entries that do not parse or have another version. */
+	uint64_t damaged;
+	/** Oldest and newest record time, ns since the epoch: each record's
+	 * why.time_ns when set, else the file's mtime or the entry id's
+	 * time. 0 when the part has no records. */
+	uint64_t oldest_ns;
+	uint64_t newest_ns; /**< see oldest_ns */
+	/** File: a restorer holds it now (its lock is taken). */
+	bool held;
+	/** File: its header's format (1 or 2) and version; 0 when damaged. */
+	unsigned format;
+	uint64_t version; /**< see format */
+	/** Stream dump: the group exists. */
+	bool group_exists;
+	/** Stream dump: entries delivered to a consumer and not acked. */
+	uint64_t pending;
+	size_t nconsumers; /**< consumers holding pending entries */
+	const blq_inspect_consumer *consumers; /**< nconsumers of them */
+} blq_inspect_part;
+
+/** Receives a part; return 0 to go on, anything else to stop. */
+typedef int (*blq_inspect_part_fn)(void *ctx, const blq_inspect_part *part);
+
+/**
+ * Hand out each part of the dump: the dump's files (sorted by name: with
+ * the default mask, oldest first) or its stream, then the quarantine's,
+ * then the dead store's. Read-only.
+ * \param in the inspector.
+ * \param fn receives each part.
+ * \param ctx passed to \p fn.
+ * \param[out] err optional; the error's code and message.
+ * \retval 0 every part handed out, or \p fn stopped.
+ * \retval BLQ_EINVAL \p in or \p fn NULL.
+ * \retval BLQ_EIO a directory that cannot be listed, a Redis error (the
+ *         message names the server and the key).
+ * \retval BLQ_ENOMEM out of memory.
+ */
+BLQ_API int blq_inspect_list(blq_inspect *in, blq_inspect_part_fn fn, void *ctx, blq_error *err);
+
+/* ---- scan and verify ---------------------------------------------- */
+
+/** What a scanned item is. */
+enum blq_inspect_state {
+	BLQ_INSPECT_OK = 0,      /**< a good record */
+	BLQ_INSPECT_DAMAGED = 1, /**< damage: a file's damage (at offset; no record
+				  * follows it in that file), or a bad entry */
+	BLQ_INSPECT_GONE = 2,    /**< the file went (a restorer removed or moved it)
+				  * before it could be read */
+};
+
+/** A record (or a damage or gone report) as blq_inspect_scan hands it
+ * out. Every pointer in it is valid during the callback only. */
+typedef struct blq_inspect_record {
+	const char *loc;  /**< its location: a file record or a stream entry;
+			   * for a damage or gone report on a file, the file */
+	const char *part; /**< its part's location */
+	enum blq_inspect_state state; /**< a record, damage, or gone */
+	/** DAMAGED: what ("bad checksum", "truncated record", "version 3,
+	 * this dump is 1", ...); "" otherwise. For a stream's quarantine,
+	 * the reason stored with the entry (the record may still be good). */
+	const char *damage;
+	uint64_t index;  /**< file: the record's index; entry: its position in the scan */
+	/** File: the record's offset, or the damage's. Stream: 0. */
+	uint64_t offset;
+	const void *data; /**< the encoded item (the payload bytes) */
+	size_t len;       /**< bytes at data */
+	size_t size;      /**< bytes the record takes (header, metadata, data) */
+	uint32_t restores; /**< as stored: times restored before */
+	/** File: earlier claims of the file by restorers (its checkpoint);
+	 * entry: XPENDING's delivery count when pending, else 0. */
+	uint32_t deliveries;
+	uint64_t version; /**< the version it was written with */
+	/** why.time_ns when set, else the file's mtime or the entry id's
+	 * time (ns since the epoch). */
+	uint64_t time_ns;
+	/** File: marked done in its checkpoint (restored, not yet removed). */
+	bool done;
+	/** Entry: delivered to a consumer, not acked; consumer names it. */
+	bool pending;
+	const char *consumer; /**< the pending entry's consumer; "" otherwise */
+	blq_dlq_why why; /**< why it was dead-lettered (format 2), else zero */
+} blq_inspect_record;
+
+/** Receives a record; return 0 to go on, anything else to stop. */
+typedef int (*blq_inspect_record_fn)(void *ctx, const blq_inspect_record *rec);
+
+/** What to scan. All zero: every record of every part, oldest first. */
+typedef struct blq_inspect_filter {
+	/** An area or part location ("dump", "dead/NAME"); NULL: all. */
+	const char *part;
+	/** Parts and records in reverse (newest first). */
+	bool newest_first;
+	/** Damage and gone reports are left out. */
+	bool records_only;
+	/** Bit (1u << reason) for each blq_dlq_reason wanted; 0: any.
+	 * Damage reports pass this filter and the time filter. */
+	unsigned reasons;
+	uint64_t since_ns; /**< records with time_ns >= this; 0: no bound */
+	uint64_t until_ns; /**< records with time_ns < this; 0: no bound */
+	uint64_t skip;     /**< items passing the filters to skip first (paging) */
+	uint64_t limit;    /**< items to hand out at most; 0: no limit */
+} blq_inspect_filter;
+
+/**
+ * Hand out, in order, every record of the selected parts that passes the
+ * filter, with its location and state. A damaged file gives its good
+ * records, then one damage report (offset and kind), and the scan goes
+ * on with the next file. Read-only, safe beside a running restorer.
+ * \param in the inspector.
+ * \param f the filter; NULL: everything.
+ * \param fn receives each item.
+ * \param ctx passed to \p fn.
+ * \param[out] err optional; the error's code and message.
+ * \retval 0 done, or \p fn or the limit stopped it.
+ * \retval BLQ_EINVAL \p in or \p fn NULL, a bad f->part (the message says
+ *         why; a file part that does not exist is not an error: it is
+ *         reported as gone).
+ * \retval BLQ_EIO a directory that cannot be listed, a Redis error.
+ * \retval BLQ_ENOMEM out of memory.
+ */
+BLQ_API int blq_inspect_scan(blq_inspect *in, const blq_inspect_filter *f,
+			     blq_inspect_record_fn fn, void *ctx, blq_error *err);
+
+/** What blq_inspect_verify found. */
+typedef struct blq_inspect_summary {
+	uint64_t records; /**< good records */
+	uint64_t bytes;   /**< their bytes (blq_inspect_record.size) */
+	uint64_t damaged; /**< damage reports (files and entries) */
+	uint64_t gone;    /**< files gone while read */
+} blq_inspect_summary;
+
+/**
+ * Scan and count. Damage reports go to \p fn (optional) as they come.
+ * \param in the inspector.
+ * \param f the filter (as blq_inspect_scan); NULL: everything.
+ * \param[out] out the counts.
+ * \param fn optional: receives each damage report.
+ * \param ctx passed to \p fn.
+ * \param[out] err optional.
+ * \retval 0 no damage.
+ * \retval 1 damage found (out->damaged > 0): an exit code for a tool.
+ * \retval others as blq_inspect_scan.
+ */
+BLQ_API int blq_inspect_verify(blq_inspect *in, const blq_inspect_filter *f,
+			       blq_inspect_summary *out, blq_inspect_record_fn fn, void *ctx,
+			       blq_error *err);
+
+/* ---- salvage, delete, append -------------------------------------- */
+
+/**
+ * Copy the good records of a file (of any area: a quarantined file
+ * usually) into a new dump file in \p out_dir, through the fs writer
+ * (temporary name, fsync, rename, directory fsync): the file's version,
+ * format 2 when a record says why it was dead-lettered, else 1. The
+ * source is left in place. A file with no good record writes nothing.
+ * \param in the inspector.
+ * \param part the file's location ("quarantine/NAME").
+ * \param out_dir the directory to write into (the dump's own directory
+ *        to restore them).
+ * \param file_mask the new file's name mask (blq_dump_fs_config); NULL:
+ *        the inspector's file_mask.
+ * \param[out] written optional; the records written.
+ * \param[out] err optional.
+ * \retval 0 written (or nothing to write).
+ * \retval BLQ_EINVAL a NULL argument, \p part not a file location, the
+ *         file missing, "not a dump file" (bad magic, truncated header,
+ *         unknown format), a bad \p out_dir or mask.
+ * \retval BLQ_EIO the write failed (nothing was published).
+ * \retval BLQ_ENOMEM out of memory.
+ */
+BLQ_API int blq_inspect_salvage(blq_inspect *in, const char *part, const char *out_dir,
+				const char *file_mask, uint64_t *written, blq_error *err);
+
+/** blq_inspect_delete: report what would be done, change nothing. */
+#define BLQ_INSPECT_DRY_RUN 1u
+/** blq_inspect_delete: leave stream entries pending with a consumer
+ * (reported as held) instead of acking and deleting them. */
+#define BLQ_INSPECT_KEEP_PENDING 2u
+
+/** What blq_inspect_delete did (or, dry, would do) to one part or entry. */
+enum blq_inspect_action {
+	BLQ_INSPECT_DELETED = 0,   /**< the file removed / the entry deleted */
+	BLQ_INSPECT_REWRITTEN = 1, /**< the file rewritten without the records */
+	BLQ_INSPECT_HELD = 2,      /**< skipped: a restorer holds it (file locked;
+				    * entry pending, with KEEP_PENDING) */
+	BLQ_INSPECT_NOT_FOUND = 3, /**< skipped: no such file, entry or record, or a
+				    * stale location (the record moved) */
+	BLQ_INSPECT_REFUSED = 4,   /**< skipped: some records of a damaged file
+				    * (delete it whole, or salvage it first) */
+};
+
+/** One action of blq_inspect_delete; pointers valid during the callback. */
+typedef struct blq_inspect_deletion {
+	const char *loc;             /**< the file, or the entry */
+	enum blq_inspect_action action; /**< what */
+	uint64_t records;            /**< records removed by it */
+	uint64_t kept;               /**< REWRITTEN: records left in the file */
+	/** Entry: it was pending with consumer (acked, then deleted). */
+	bool pending;
+	const char *consumer; /**< see pending; "" otherwise */
+	const char *message;  /**< a sentence for the operator */
+} blq_inspect_deletion;
+
+/** Receives each action of blq_inspect_delete, as it happens (dry run:
+ * as it would happen). */
+typedef void (*blq_inspect_deletion_fn)(void *ctx, const blq_inspect_deletion *d);
+
+/** Totals of blq_inspect_delete. */
+typedef struct blq_inspect_delete_stats {
+	uint64_t records;   /**< records (entries) removed */
+	uint64_t files;     /**< files removed whole */
+	uint64_t rewritten; /**< files rewritten */
+	uint64_t held;      /**< files or entries skipped: held */
+	uint64_t not_found; /**< locations skipped: not found or stale */
+	uint64_t refused;   /**< files skipped: damaged, records selected */
+} blq_inspect_delete_stats;
+
+/**
+ * Delete records: each location names a record, a file, a stream entry
+ * or a whole area. A file loses the records selected: it is removed (and
+ * its checkpoint) when none is left, else rewritten without them
+ * (written to a temporary name, fsync'd, renamed over it, directory
+ * fsync'd; records its checkpoint marks done are left out too, and the
+ * checkpoint is carried over, so a restorer resumes it). A file is only
+ * touched under its lock, taken without waiting: one a restorer holds is
+ * skipped (HELD) and reported, never changed under it. A stream entry is
+ * deleted (XDEL); a pending one is acked first (XACK): a restorer that
+ * holds it may still restore the copy it read (at-least-once, as for any
+ * entry it took), and its later ack, delete or claim of it does nothing.
+ * \param in the inspector.
+ * \param locs the locations.
+ * \param n their number.
+ * \param flags BLQ_INSPECT_DRY_RUN, BLQ_INSPECT_KEEP_PENDING.
+ * \param fn optional: receives each action.
+ * \param ctx passed to \p fn.
+ * \param[out] out optional; the totals.
+ * \param[out] err optional.
+ * \retval 0 done (skipped locations are reported, not errors).
+ * \retval BLQ_EINVAL a NULL argument, a location that does not parse or
+ *         names an area this dump has not (nothing was changed).
+ * \retval BLQ_EIO a file could not be removed or rewritten, a Redis
+ *         error: what was done before it is reported and stays done.
+ * \retval BLQ_ENOMEM out of memory.
+ */
+BLQ_API int blq_inspect_delete(blq_inspect *in, const char *const *locs, size_t n,
+			       unsigned flags, blq_inspect_deletion_fn fn, void *ctx,
+			       blq_inspect_delete_stats *out, blq_error *err);
+
+/** An item for blq_inspect_append. */
+typedef struct blq_inspect_item {
+	const void *data;       /**< the encoded item */
+	size_t len;             /**< its bytes, at most BLQ_DUMP_RECORD_MAX */
+	uint32_t restores;      /**< its restore count */
+	const blq_dlq_why *why; /**< why it was dead-lettered; NULL: unknown */
+} blq_inspect_item;
+
+/**
+ * Write items into the dump (area "dump") through its writer, so that a
+ * restorer consuming it picks them up: one new file (format 2 when an
+ * item has a why), or one stream entry each. Durable when it returns.
+ * \param in the inspector.
+ * \param items the items; only read during the call.
+ * \param n their number (0: nothing to do).
+ * \param[out] err optional.
+ * \retval 0 all written.
+ * \retval BLQ_EINVAL a NULL argument, an item longer than
+ *         BLQ_DUMP_RECORD_MAX, a why with a bad reason, a directory
+ *         dump whose file_mask makes names its match does not take (the
+ *         fs writer's message).
+ * \retval BLQ_EIO the write failed (files: nothing published; stream:
+ *         the entries before the failure are written).
+ * \retval BLQ_ENOMEM out of memory.
+ */
+BLQ_API int blq_inspect_append(blq_inspect *in, const blq_inspect_item *items, size_t n,
+			       blq_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
