@@ -24,6 +24,7 @@
 #include <time.h>
 
 #define PREVIEW_MAX 48u /* payload bytes shown per record */
+#define DOWNLOAD_MAX (64u << 20) /* bytes of JSON lines in one download */
 
 static bool fail(demo_dlq_reply *out, unsigned status, const char *fmt, const char *a)
 {
@@ -88,22 +89,6 @@ static int area_of(const char *s)
 	for (int a = BLQ_INSPECT_DUMP; a <= BLQ_INSPECT_DEAD; a++)
 		if (s != NULL && strcmp(s, blq_inspect_area_name((enum blq_inspect_area)a)) == 0)
 			return a;
-	return -1;
-}
-
-/* A reason by name, as blq_dlq_reason_name spells it, '_' or '-' for ' '. */
-static int reason_of(const char *s, size_t n)
-{
-	for (int r = BLQ_DLQ_UNKNOWN; r <= BLQ_DLQ_CLOSED; r++) {
-		const char *name = blq_dlq_reason_name((enum blq_dlq_reason)r);
-		if (strlen(name) != n)
-			continue;
-		size_t i = 0;
-		while (i < n && (s[i] == name[i] || (name[i] == ' ' && (s[i] == '_' || s[i] == '-'))))
-			i++;
-		if (i == n)
-			return r;
-	}
 	return -1;
 }
 
@@ -294,8 +279,10 @@ static bool records(hold *h, demo_arg_fn arg, void *ctx, demo_dlq_reply *out)
 	const char *rs = arg(ctx, "reason", &cut);
 	for (const char *p = rs; p != NULL && *p != '\0' && !cut;) {
 		size_t n = strcspn(p, ",");
-		int r = reason_of(p, n);
-		if (r < 0)
+		char name[32];
+		enum blq_dlq_reason r = BLQ_DLQ_UNKNOWN;
+		snprintf(name, sizeof name, "%.*s", (int)(n < 31 ? n : 31), p);
+		if (n > 31 || blq_dlq_reason_parse(name, &r) != 0)
 			return fail(out, 400, "%s", "reason: expected a comma-separated list of "
 						    "unknown, overflow_rear, overflow_front, failed, "
 						    "deadline, closed");
@@ -321,6 +308,72 @@ static bool records(hold *h, demo_arg_fn arg, void *ctx, demo_dlq_reply *out)
 			      (json_int_t)pgno, "per_page", (json_int_t)per, "order",
 			      newest ? "newest" : "oldest", "records", pg.records);
 	return send_json(out, o);
+}
+
+/* ---- GET dlq/download --------------------------------------------- */
+
+typedef struct lines {
+	char *buf;
+	size_t len, cap;
+	uint64_t n;
+	bool too_large;
+} lines;
+
+/* One record as a line of JSON, '\n' included (the library's codec, shared
+ * with blq-dlq). */
+static int on_line(void *ctx, const blq_inspect_record *r)
+{
+	lines *l = ctx;
+	for (;;) {
+		size_t room = l->cap - l->len;
+		size_t n = blq_inspect_jsonl_put(r, l->buf ? l->buf + l->len : NULL, room);
+		if (n < room) {
+			l->len += n;
+			l->n++;
+			return 0;
+		}
+		size_t ncap = (l->cap ? l->cap * 2 : 64 << 10) + n + 1;
+		if (ncap > DOWNLOAD_MAX) {
+			l->too_large = true;
+			return 1;
+		}
+		char *nb = realloc(l->buf, ncap);
+		if (nb == NULL)
+			return -1;
+		l->buf = nb;
+		l->cap = ncap;
+	}
+}
+
+static bool download(hold *h, demo_arg_fn arg, void *ctx, demo_dlq_reply *out)
+{
+	bool cut = false;
+	const char *as = arg(ctx, "area", &cut);
+	int area = as == NULL || as[0] == '\0' ? BLQ_INSPECT_DEAD : area_of(as);
+	if (cut || area < 0)
+		return fail(out, 400, "%s", "area: expected dump, quarantine or dead");
+	if (!needs_dead(h, area, out))
+		return false;
+	const char *aname = blq_inspect_area_name((enum blq_inspect_area)area);
+	blq_inspect_filter f = {.part = aname, .records_only = true};
+	lines l = {0};
+	blq_error e = {0};
+	int rc = blq_inspect_scan(h->in, &f, on_line, &l, &e);
+	if (rc != 0 || l.too_large) {
+		free(l.buf);
+		if (l.too_large)
+			return fail(out, 413, "download: the %s area is over 64 MiB as JSON lines; "
+					      "export it with the blq-dlq tool", aname);
+		return fail(out, rc == BLQ_ENOMEM ? 500 : 502, "dlq: %s", e.msg[0] ? e.msg : "scan");
+	}
+	if (l.buf == NULL && (l.buf = malloc(1)) == NULL)
+		return fail(out, 500, "%s", "out of memory");
+	l.buf[l.len] = '\0';
+	out->status = 200;
+	out->body = l.buf;
+	out->type = "application/x-ndjson";
+	snprintf(out->filename, sizeof out->filename, "%s.%s.jsonl", h->key, aname);
+	return true;
 }
 
 /* ---- POST bodies ---------------------------------------------------- */
@@ -503,6 +556,7 @@ static const struct {
 	{"dlq/records", "GET", false},
 	{"dlq/redrive", "POST", true},
 	{"dlq/purge", "POST", true},
+	{"dlq/download", "GET", false},
 };
 
 bool demo_dlq_path(const char *what, bool *changes)
@@ -538,8 +592,10 @@ void demo_dlq_handle(demo_registry *reg, const char *what, const char *method, c
 			records(&h, arg, arg_ctx, out);
 		else if (i == 2)
 			redrive(&h, body, len, out);
-		else
+		else if (i == 3)
 			purge(&h, body, len, out);
+		else
+			download(&h, arg, arg_ctx, out);
 	}
 	release(&h);
 }
