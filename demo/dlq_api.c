@@ -379,7 +379,8 @@ static bool download(hold *h, demo_arg_fn arg, void *ctx, demo_dlq_reply *out)
 /* ---- POST bodies ---------------------------------------------------- */
 
 /* The body's "area" (default dead), and "all" or "locs": each location
- * parsed, in that area, printed back canonical into @locs (malloc'd). */
+ * parsed, in that area, printed back canonical into @locs (malloc'd); no
+ * field but those and @extra. */
 typedef struct target {
 	int area;
 	bool all;
@@ -394,8 +395,20 @@ static void target_free(target *t)
 	free(t->locs);
 }
 
-static bool parse_target(json_t *b, const char *const *allowed, target *t, demo_dlq_reply *out)
+static bool parse_target(json_t *b, const char *const *allowed, const char *extra, target *t,
+			 demo_dlq_reply *out)
 {
+	const char *k;
+	json_t *v;
+	json_object_foreach(b, k, v) {
+		if (strcmp(k, "area") != 0 && strcmp(k, "all") != 0 && strcmp(k, "locs") != 0 &&
+		    strcmp(k, extra) != 0) {
+			out->status = 400;
+			snprintf(out->error, sizeof out->error,
+				 "body: unknown field \"%.64s\" (area, all, locs, %s)", k, extra);
+			return false;
+		}
+	}
 	json_t *a = json_object_get(b, "area");
 	t->area = a == NULL ? BLQ_INSPECT_DEAD : area_of(json_string_value(a));
 	bool ok = false;
@@ -459,22 +472,12 @@ static bool redrive(hold *h, const char *body, size_t len, demo_dlq_reply *out)
 	if (b == NULL)
 		return false;
 	target t = {0};
-	bool ok = parse_target(b, allowed, &t, out);
+	bool ok = parse_target(b, allowed, "rate", &t, out);
 	json_t *r = json_object_get(b, "rate");
 	double rate = r == NULL ? 100.0 : json_number_value(r);
 	if (ok && (r != NULL && (!json_is_number(r) || !(rate > 0) || rate > DEMO_REDRIVE_RATE_MAX)))
 		ok = fail(out, 400, "rate: expected records per second, more than 0 and at most %s",
 			  "100000");
-	static const char *const keys[] = {"area", "all", "locs", "rate", NULL};
-	const char *k;
-	json_t *v;
-	json_object_foreach(b, k, v) {
-		bool known = false;
-		for (const char *const *p = keys; *p != NULL; p++)
-			known = known || strcmp(k, *p) == 0;
-		if (ok && !known)
-			ok = fail(out, 400, "body: unknown field \"%.64s\" (area, all, locs, rate)", k);
-	}
 	if (ok)
 		ok = needs_dead(h, t.area, out);
 	if (ok) {
@@ -502,21 +505,10 @@ static bool purge(hold *h, const char *body, size_t len, demo_dlq_reply *out)
 	if (b == NULL)
 		return false;
 	target t = {0};
-	bool ok = parse_target(b, allowed, &t, out);
+	bool ok = parse_target(b, allowed, "dry_run", &t, out);
 	json_t *dry = json_object_get(b, "dry_run");
 	if (ok && dry != NULL && !json_is_boolean(dry))
 		ok = fail(out, 400, "%s", "dry_run: expected true or false");
-	static const char *const keys[] = {"area", "all", "locs", "dry_run", NULL};
-	const char *k;
-	json_t *v;
-	json_object_foreach(b, k, v) {
-		bool known = false;
-		for (const char *const *p = keys; *p != NULL; p++)
-			known = known || strcmp(k, *p) == 0;
-		if (ok && !known)
-			ok = fail(out, 400, "body: unknown field \"%.64s\" (area, all, locs, dry_run)",
-				  k);
-	}
 	if (ok)
 		ok = needs_dead(h, t.area, out);
 	if (ok && demo_stage_redrive_busy(h->s))
