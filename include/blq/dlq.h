@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include <blq/enqueuer.h>
+#include <blq/error.h>
 #include <blq/export.h>
 
 #ifdef __cplusplus
@@ -66,6 +67,18 @@ BLQ_API uint64_t blq_discard_count(const blq_discard *d);
  * \threadsafety Any thread.
  */
 BLQ_API const char *blq_dlq_reason_name(enum blq_dlq_reason reason);
+
+/**
+ * The reason a name says: the inverse of blq_dlq_reason_name, for tools
+ * and formats that print reasons. '-' or '_' may stand for the space
+ * ("overflow-rear"); case matters not.
+ * \param name the name, NUL-terminated.
+ * \param[out] out the reason.
+ * \retval 0 a reason's name ("unknown" gives BLQ_DLQ_UNKNOWN).
+ * \retval BLQ_EINVAL \p name or \p out NULL, or no reason has that name.
+ * \threadsafety Any thread.
+ */
+BLQ_API int blq_dlq_reason_parse(const char *name, enum blq_dlq_reason *out);
 
 #ifdef __cplusplus
 }

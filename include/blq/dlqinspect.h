@@ -470,6 +470,79 @@ typedef struct blq_inspect_item {
 BLQ_API int blq_inspect_append(blq_inspect *in, const blq_inspect_item *items, size_t n,
 			       blq_error *err);
 
+/* ---- JSON lines --------------------------------------------------- */
+
+/**
+ * Print a scanned record as one line of JSON (the format blq-dlq export
+ * and import and the dashboard's download share; docs/operating-a-dlq.md,
+ * "JSON lines"): one object, fields in this order, no spaces, ending in
+ * '\n':
+ *
+ * \verbatim
+   {"v":1,"loc":"dead/F#3@118","version":0,"restores":1,"deliveries":0,
+    "time_ns":1764000000000000000,"why":{"reason":"failed","attempts":3,
+    "rc":-42,"queue":"orders","time_ns":1764000000000000000},
+    "payload":"<base64, RFC 4648, padded>"}
+   \endverbatim
+ *
+ * (on one line). "why" is null when the record's why is all zero; a
+ * reason is spelled as blq_dlq_reason_name gives it. Strings are escaped
+ * as JSON wants (quotes, backslashes, control bytes); other bytes pass
+ * through, so a queue name that is not UTF-8 gives a line that is not
+ * either.
+ * \param rec the record (a damage or gone report prints as a record with
+ *        its data, usually none).
+ * \param[out] buf receives the line, NUL-terminated, cut to fit; may be
+ *        NULL when \p cap is 0.
+ * \param cap bytes at \p buf.
+ * \return the length of the whole line without the NUL, as snprintf: a
+ *         result >= \p cap means it was cut (call again with a buffer of
+ *         the result + 1); 0 when \p rec is NULL.
+ * \threadsafety Any thread.
+ */
+BLQ_API size_t blq_inspect_jsonl_put(const blq_inspect_record *rec, char *buf, size_t cap);
+
+/** A line of JSON read back (blq_inspect_jsonl_get). Free with
+ * blq_inspect_jsonl_free; a plain copy of it shares its buffers. */
+typedef struct blq_inspect_jsonl {
+	/** The item, ready for blq_inspect_append: data (malloc'd; an empty
+	 * payload gives a 1-byte buffer and len 0), len, restores, and why
+	 * (malloc'd, or NULL for "why":null or no "why"). */
+	blq_inspect_item item;
+	/** "loc" as it was (where the record was read): information only;
+	 * "" when absent. */
+	char loc[BLQ_INSPECT_LOC_MAX];
+	uint64_t version;    /**< "version"; 0 when absent */
+	uint32_t deliveries; /**< "deliveries"; 0 when absent */
+	uint64_t time_ns;    /**< "time_ns"; 0 when absent */
+} blq_inspect_jsonl;
+
+/**
+ * Read one line of JSON lines (blq_inspect_jsonl_put's format). "v" (1)
+ * and "payload" are required, the other fields optional; fields may come
+ * in any order, with JSON whitespace; an unknown or repeated field, a
+ * value of the wrong type or range, bad base64 (RFC 4648, padded) or
+ * anything after the object but whitespace is an error.
+ * \param line the line; a trailing "\n" (or "\r\n") is allowed.
+ * \param len its bytes.
+ * \param[out] out the record; on error it holds nothing to free.
+ * \param[out] err optional; on error the field and the column (1-based
+ *        byte) where the line went wrong: `column 42: "why.rc": expected
+ *        an integer`.
+ * \retval 0 read; the caller owns out's buffers.
+ * \retval BLQ_EINVAL a NULL argument, a bad line.
+ * \retval BLQ_ENOMEM out of memory.
+ * \threadsafety Any thread.
+ */
+BLQ_API int blq_inspect_jsonl_get(const char *line, size_t len, blq_inspect_jsonl *out,
+				  blq_error *err);
+
+/**
+ * Free what blq_inspect_jsonl_get allocated, and zero \p j.
+ * \param j the record; NULL is a no-op.
+ */
+BLQ_API void blq_inspect_jsonl_free(blq_inspect_jsonl *j);
+
 #ifdef __cplusplus
 }
 #endif
