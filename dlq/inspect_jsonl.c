@@ -544,6 +544,10 @@ int blq_inspect_jsonl_get(const char *line, size_t len, blq_inspect_jsonl *out, 
 		return blq__error_set(err, BLQ_EINVAL, "JSON line: NULL");
 	static const char *const keys[] = {"v",	  "loc", "version", "restores",
 					   "deliveries", "time_ns", "why", "payload"};
+	/* A line's end is not part of it: an error "at the end" points just
+	 * past its last character. */
+	while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+		len--;
 	struct in p = {line, len, 0, NULL, err};
 	struct rec_ctx r = {out, false, false};
 	int rc = get_object(&p, keys, 8, "", rec_field, &r);

@@ -9,6 +9,8 @@ cmake -S "$root" -B "$work/build" -DBLQ_BUILD_TESTS=OFF -DBLQ_BUILD_BENCH=OFF \
 	-DBLQ_BUILD_EXAMPLES=OFF -DCMAKE_INSTALL_PREFIX="$work/prefix"
 cmake --build "$work/build" -j "$(nproc)"
 cmake --install "$work/build"
+# The operator's tool is installed with the library, and runs.
+"$work/prefix/bin/blq-dlq" --help | grep -q "usage: blq-dlq" || { echo "blq-dlq not installed" >&2; exit 1; }
 
 mkdir -p "$work/consumer"
 cat >"$work/consumer/main.c" <<'C'

@@ -19,7 +19,7 @@ TestSuite(dlqinspect_jsonl, .timeout = 30);
 static char *put(const blq_inspect_record *r)
 {
 	size_t n = blq_inspect_jsonl_put(r, NULL, 0);
-	cr_assert_gt(n, 0);
+	cr_assert(n > 0);
 	char *buf = malloc(n + 1);
 	cr_assert_eq(blq_inspect_jsonl_put(r, buf, n + 1), n);
 	cr_assert_eq(strlen(buf), n);
@@ -200,7 +200,7 @@ Test(dlqinspect_jsonl, reason_names_parse_back)
 	for (int r = 0; r <= BLQ_DLQ_CLOSED; r++) {
 		enum blq_dlq_reason got;
 		cr_expect_eq(blq_dlq_reason_parse(blq_dlq_reason_name((enum blq_dlq_reason)r), &got), 0);
-		cr_expect_eq(got, r);
+		cr_expect_eq((int)got, r);
 	}
 	enum blq_dlq_reason got;
 	cr_expect_eq(blq_dlq_reason_parse("Overflow_Front", &got), 0);
