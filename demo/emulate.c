@@ -1,6 +1,7 @@
 /* What the stage's items are and what its worker does with them. */
 #include "stage_internal.h"
 
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 
@@ -38,12 +39,18 @@ int demo_emulate_work(void *ctx, void *payload, blq_task *task)
 	return 0;
 }
 
+/* In memory a restored item carries its restore count in the payload's top
+ * byte (the restorer's max_restores counts it); the dump keeps the
+ * sequence number only, and the count in the record's own field. */
+#define SEQ_MASK ((UINT64_C(1) << 56) - 1)
+_Static_assert(sizeof(uintptr_t) >= 8, "payloads carry 64-bit sequence numbers");
+
 static long item_encode(void *ctx, const void *payload, void *dst, size_t cap)
 {
 	(void)ctx;
 	if (cap < 12)
 		return 12;
-	uint64_t v = (uint64_t)(uintptr_t)payload;
+	uint64_t v = (uint64_t)(uintptr_t)payload & SEQ_MASK;
 	unsigned char *p = dst;
 	p[0] = 4; /* the original's header */
 	p[1] = p[2] = p[3] = 0;
@@ -61,13 +68,20 @@ static int item_decode(void *ctx, const blq_dump_record *rec, void **payload)
 	uint64_t v = 0;
 	for (int i = 0; i < 8; i++)
 		v |= (uint64_t)p[4 + i] << (8 * i);
-	*payload = (void *)(uintptr_t)v;
+	uint64_t r = rec->restores < 255 ? rec->restores : 255;
+	*payload = (void *)(uintptr_t)((v & SEQ_MASK) | r << 56);
 	return 0;
+}
+
+static uint32_t item_restores(void *ctx, const void *payload)
+{
+	(void)ctx;
+	return (uint32_t)((uint64_t)(uintptr_t)payload >> 56);
 }
 
 blq_dump_encoder demo_item_encoder(void)
 {
-	return (blq_dump_encoder){.encode = item_encode};
+	return (blq_dump_encoder){.encode = item_encode, .restores = item_restores};
 }
 
 blq_dump_decoder demo_item_decoder(void)

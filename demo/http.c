@@ -3,6 +3,7 @@
 
 #include "dashboard.h"
 #include "deadline.h"
+#include "dlq_api.h"
 #include "log.h"
 #include "origin.h"
 
@@ -41,7 +42,7 @@ static demo_conn *conn_of(struct MHD_Connection *c)
 /* Sends @text (malloc'd, consumed) as @type; @allow, when not NULL, is the
  * Allow header of a 405. */
 static enum MHD_Result send_text_allow(struct MHD_Connection *c, unsigned status, char *text,
-				       const char *type, const char *allow)
+				       const char *type, const char *allow, const char *attachment)
 {
 	struct MHD_Response *r =
 		MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
@@ -53,6 +54,11 @@ static enum MHD_Result send_text_allow(struct MHD_Connection *c, unsigned status
 	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
 	if (allow != NULL)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+	if (attachment != NULL && attachment[0] != '\0') {
+		char cd[160];
+		snprintf(cd, sizeof cd, "attachment; filename=\"%s\"", attachment);
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_DISPOSITION, cd);
+	}
 	/* The original allows any origin to read; changes from another site
 	 * are refused (origin.h). */
 	MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
@@ -66,7 +72,7 @@ static enum MHD_Result send_text_allow(struct MHD_Connection *c, unsigned status
 static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, char *text,
 				 const char *type)
 {
-	return send_text_allow(c, status, text, type, NULL);
+	return send_text_allow(c, status, text, type, NULL, NULL);
 }
 
 /* A dashboard file (dashboard.h). The page may load only its own files
@@ -237,6 +243,28 @@ static enum MHD_Result api_stage(demo_http *h, struct MHD_Connection *c, const c
 	return ret;
 }
 
+static const char *dlq_arg(void *ctx, const char *name, bool *cut)
+{
+	return query_arg(ctx, name, cut);
+}
+
+/* The DLQ's endpoints (dlq_api.h); a download is an attachment. */
+static enum MHD_Result api_dlq(demo_http *h, struct MHD_Connection *c, const char *what,
+			       const char *method, const char *key, const request *rq)
+{
+	demo_dlq_reply out;
+	demo_dlq_handle(h->reg, what, method, key, dlq_arg, c, rq->body, rq->len, &out);
+	if (out.body == NULL) {
+		if (out.status >= 500)
+			demo_log(h->logger, BLQ_LOG_WARN, "%s %s: %u %s", what, key, out.status,
+				 out.error);
+		return reply(c, out.status, out.error, NULL, NULL);
+	}
+	if (strcmp(what, "dlq/redrive") == 0 || strcmp(what, "dlq/purge") == 0)
+		demo_log(h->logger, BLQ_LOG_INFO, "%s %s: %.300s", what, key, out.body);
+	return send_text_allow(c, out.status, out.body, out.type, NULL, out.filename);
+}
+
 static enum MHD_Result api_route(demo_http *h, struct MHD_Connection *c, const char *url,
 				 const char *method, const request *rq)
 {
@@ -249,9 +277,12 @@ static enum MHD_Result api_route(demo_http *h, struct MHD_Connection *c, const c
 		for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
 			if (strcmp(url + 8, paths[i]) == 0)
 				what = paths[i];
-	/* Everything but ping, list, status, stats and history changes a queue. */
+	/* Everything but ping, list, status, stats and history changes a queue;
+	 * of the DLQ's endpoints, redrive and purge (dlq_api.h). */
 	bool changes = what != NULL && strcmp(what, "ping") != 0 && strcmp(what, "list") != 0 &&
 		       strncmp(what, "stat", 4) != 0 && strcmp(what, "history") != 0;
+	if (what == NULL && strncmp(url, "/api/v1/", 8) == 0 && demo_dlq_path(url + 8, &changes))
+		what = url + 8;
 	if (demo_origin_refusal(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host"),
 				MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin"),
 				MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-Fetch-Site"),
@@ -264,7 +295,7 @@ static enum MHD_Result api_route(demo_http *h, struct MHD_Connection *c, const c
 			return send_asset(c, asset);
 		snprintf(err, sizeof err, "method %.16s not allowed; use GET", method);
 		char *text = reply_text(405, err, NULL, NULL);
-		return text != NULL ? send_text_allow(c, 405, text, "application/json", "GET, HEAD")
+		return text != NULL ? send_text_allow(c, 405, text, "application/json", "GET, HEAD", NULL)
 				    : MHD_NO;
 	}
 	if (what == NULL) {
@@ -298,6 +329,8 @@ static enum MHD_Result api_route(demo_http *h, struct MHD_Connection *c, const c
 			return reply(c, 405, "init: use POST with the config as the body", NULL, NULL);
 		return api_init(h, c, key, rq);
 	}
+	if (strncmp(what, "dlq", 3) == 0)
+		return api_dlq(h, c, what, method, key, rq);
 	if (strcmp(what, "stop") == 0 || strcmp(what, "force-stop") == 0) {
 		bool force = what[0] == 'f';
 		char *final = NULL;

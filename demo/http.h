@@ -5,6 +5,8 @@
  *             status,list,ping}, replies {"status","error","message"};
  *             /api/v1/stats?key=K, the dashboard's numbers (stage.h);
  *             /api/v1/history?key=K[&after=SEQ], its recent past (history.h);
+ *             /api/v1/dlq[/records|/redrive|/purge|/download]?key=K, the
+ *             key's dump, quarantine and dead store (dlq_api.h);
  *             and the dashboard page itself at / (dashboard.h);
  *   metrics   /metrics, the Prometheus exposition of every queue.
  * Both limit connections (total and per client address), header memory,

@@ -129,7 +129,8 @@ static void parse_dump(parse_ctx *p, json_t *root, demo_spec *s)
 {
 	static const char *const dkeys[] = {"capacity", "flush", "buffer", "writer",
 					    "redis_addr", "redis_key", NULL};
-	static const char *const rkeys[] = {"check", "postpone", "allow_rate", NULL};
+	static const char *const rkeys[] = {"check", "postpone", "allow_rate", "max_restores",
+					    NULL};
 	json_t *d = sj_get_object(p, root, "", "dump");
 	if (d != NULL) {
 		s->has_dump = true;
@@ -162,6 +163,8 @@ static void parse_dump(parse_ctx *p, json_t *root, demo_spec *s)
 		s->restore.check_ns = sj_get_uint(p, r, "restore", "check", DEMO_DURATION_MAX);
 		s->restore.postpone_ns = sj_get_uint(p, r, "restore", "postpone", DEMO_DURATION_MAX);
 		s->restore.allow_rate = sj_get_real(p, r, "restore", "allow_rate", 0, 1);
+		s->restore.max_restores = (uint32_t)sj_get_uint(p, r, "restore", "max_restores",
+								 DEMO_MAX_RESTORES_MAX);
 		if (!p->failed && !s->has_dump)
 			sj_fail(p, "restore", "needs \"dump\" (it restores what the dump wrote)");
 		if (!p->failed && sj_member(r, "allow_rate") != NULL && s->restore.allow_rate == 0)
@@ -174,7 +177,8 @@ static const char *const root_keys[] = {
 	"worker_delay", "wakeup_factor", "sleep_factor", "sleep_threshold", "workers_schedule",
 	"producers_min", "producers_max", "producer_delay", "producers_schedule", "fail_rate",
 	"max_retries", "retry_interval_ns", "backoff", "allow_leak", "leak_direction",
-	"allow_deadline", "front_leak_attempts", "dump", "restore", "delay_ns", "qos", NULL};
+	"allow_deadline", "front_leak_attempts", "dump", "restore", "delay_ns", "qos",
+	"fail_to_dlq", NULL};
 
 static void parse_root(parse_ctx *p, json_t *root, demo_spec *s)
 {
@@ -204,6 +208,7 @@ static void parse_root(parse_ctx *p, json_t *root, demo_spec *s)
 	s->retry_interval_ns = sj_get_uint(p, root, "", "retry_interval_ns", DEMO_DURATION_MAX);
 	s->allow_leak = sj_get_bool(p, root, "allow_leak");
 	s->allow_deadline = sj_get_bool(p, root, "allow_deadline");
+	s->fail_to_dlq = sj_get_bool(p, root, "fail_to_dlq");
 	s->front_leak_attempts = (unsigned)sj_get_uint(p, root, "", "front_leak_attempts", 1000);
 	s->delay_ns = sj_get_uint(p, root, "", "delay_ns", DEMO_DURATION_MAX);
 
@@ -236,6 +241,10 @@ static void parse_root(parse_ctx *p, json_t *root, demo_spec *s)
 
 	if (p->failed)
 		return;
+	if (s->fail_to_dlq && !s->allow_leak) {
+		sj_fail(p, "fail_to_dlq", "needs \"allow_leak\": true (failed items go to the DLQ)");
+		return;
+	}
 	/* Checks the library does not make, because producers are the demo's. */
 	if (s->producers_min > s->producers_max)
 		sj_fail(p, "producers_min", "must be <= producers_max (%u > %u)", s->producers_min,

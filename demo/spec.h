@@ -24,6 +24,7 @@
 #define DEMO_DURATION_MAX 3600000000000ull /* 1 h, for delays and intervals */
 #define DEMO_DUMP_CAPACITY_MAX (256u << 20) /* bytes per dump batch */
 #define DEMO_REDIS_KEY_MAX 200u
+#define DEMO_MAX_RESTORES_MAX 1000000u /* restore.max_restores */
 
 /* One range of workers_schedule or producers_schedule. */
 typedef struct demo_range {
@@ -61,6 +62,7 @@ typedef struct demo_spec {
 	enum blq_backoff backoff;
 
 	bool allow_leak, allow_deadline;
+	bool fail_to_dlq; /* not in the original: failed items go to the DLQ */
 	enum blq_leak_dir leak_direction;
 	unsigned front_leak_attempts;
 	uint64_t delay_ns;
@@ -78,6 +80,9 @@ typedef struct demo_spec {
 	struct {
 		uint64_t check_ns, postpone_ns;
 		double allow_rate;
+		/* Restores before a record goes to the dead store (<dump dir>/<key>.dead
+		 * or the stream <redis key>:dead); 0: no limit, no dead store. */
+		uint32_t max_restores;
 	} restore;
 
 	bool has_qos;

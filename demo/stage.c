@@ -4,9 +4,13 @@
 #include "log.h"
 #include "net.h"
 
+#include "redrive.h"
+
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 /* The dump's writer and reader, on disk or in a Redis stream. */
@@ -14,17 +18,32 @@ static int build_dump_io(demo_stage *s, const demo_env *env, const blq_dump_metr
 			 char *err, size_t errlen, int *status)
 {
 	blq_error e;
+	demo_dump_where *w = &s->where;
+	/* The dead store, when the restorer has a limit (as the library: a
+	 * record restored max_restores times goes there). */
+	w->has_dead = s->spec.has_restore && s->spec.restore.max_restores > 0;
 	if (!s->spec.dump.redis) {
-		char mask[128], match[96];
 		/* '.' cannot occur in a key, so no key's glob matches another's files. */
-		snprintf(mask, sizeof mask, "%s.%%Y-%%m-%%d--%%H-%%M-%%S--%%i.bin", s->key);
-		snprintf(match, sizeof match, "%s.*.bin", s->key);
-		blq_dump_fs_config fc = {.directory = env->dump_dir, .file_mask = mask,
-					 .match = match, .version = 1, .name = s->key,
+		snprintf(w->mask, sizeof w->mask, "%s.%%Y-%%m-%%d--%%H-%%M-%%S--%%i.bin", s->key);
+		snprintf(w->match, sizeof w->match, "%s.*.bin", s->key);
+		w->dir = env->dump_dir;
+		blq_dump_fs_config fc = {.directory = env->dump_dir, .file_mask = w->mask,
+					 .match = w->match, .version = 1, .name = s->key,
 					 .metrics = dw, .logger = s->logger};
 		s->writer = blq_dump_fs_writer_new(&fc, &e);
 		if (s->writer != NULL && s->spec.has_restore)
 			s->reader = blq_dump_fs_reader_new(&fc, &e);
+		if (s->writer != NULL && w->has_dead) {
+			snprintf(w->dead_dir, sizeof w->dead_dir, "%s/%s.dead", env->dump_dir, s->key);
+			if (mkdir(w->dead_dir, 0755) != 0 && errno != EEXIST) {
+				snprintf(err, errlen, "restore.max_restores: cannot make the dead store "
+					 "%s: %s", w->dead_dir, strerror(errno));
+				*status = 500;
+				return -1;
+			}
+			fc.directory = w->dead_dir;
+			s->dead = blq_dump_fs_writer_new(&fc, &e);
+		}
 	} else {
 		char host[128];
 		int port = env->redis_port;
@@ -44,11 +63,15 @@ static int build_dump_io(demo_stage *s, const demo_env *env, const blq_dump_metr
 			*status = 400;
 			return -1;
 		}
-		char key[DEMO_REDIS_KEY_MAX + 1], consumer[96];
+		char consumer[96];
+		char *key = w->key;
 		if (s->spec.dump.redis_key[0] != '\0')
-			snprintf(key, sizeof key, "%s", s->spec.dump.redis_key);
+			snprintf(key, sizeof w->key, "%s", s->spec.dump.redis_key);
 		else
-			snprintf(key, sizeof key, "blq-demo:%s", s->key);
+			snprintf(key, sizeof w->key, "blq-demo:%s", s->key);
+		w->redis = true;
+		snprintf(w->host, sizeof w->host, "%s", h);
+		w->port = port;
 		/* A stable consumer name takes its own pending entries back at once
 		 * after a restart. */
 		snprintf(consumer, sizeof consumer, "blq-demo-%s", s->key);
@@ -58,8 +81,14 @@ static int build_dump_io(demo_stage *s, const demo_env *env, const blq_dump_metr
 		s->writer = blq_dump_redis_writer_new(&rc, &e);
 		if (s->writer != NULL && s->spec.has_restore)
 			s->reader = blq_dump_redis_reader_new(&rc, &e);
+		if (s->reader != NULL && w->has_dead) {
+			snprintf(w->dead_key, sizeof w->dead_key, "%s:dead", key);
+			rc.key = w->dead_key;
+			s->dead = blq_dump_redis_writer_new(&rc, &e);
+		}
 	}
-	if (s->writer == NULL || (s->spec.has_restore && s->reader == NULL)) {
+	if (s->writer == NULL || (s->spec.has_restore && s->reader == NULL) ||
+	    (w->has_dead && s->dead == NULL)) {
 		snprintf(err, errlen, "dump: %s", e.msg);
 		*status = e.code == BLQ_EINVAL && s->spec.dump.redis ? 503 : e.code == BLQ_EINVAL ? 400 : 500;
 		return -1;
@@ -109,6 +138,7 @@ static int build_queue(demo_stage *s, const blq_metrics_writer *qw, char *err, s
 		blq_discard_init(&s->discard, NULL);
 		c.dlq = s->dump != NULL ? blq_dump_enqueuer(s->dump) : blq_discard_enqueuer(&s->discard);
 		c.deadline_to_dlq = sp->allow_deadline;
+		c.fail_to_dlq = sp->fail_to_dlq;
 	}
 	blq_qos_subq subqs[BLQ_QOS_SUBQS_MAX];
 	blq_qos_config qos;
@@ -161,6 +191,7 @@ static int build_restorer(demo_stage *s, const blq_dump_metrics *dw, char *err, 
 				  .check_interval_ns = s->spec.restore.check_ns,
 				  .postpone_interval_ns = s->spec.restore.postpone_ns,
 				  .allow_rate = s->spec.restore.allow_rate,
+				  .max_restores = s->spec.restore.max_restores, .dead = s->dead,
 				  .metrics = dw, .logger = s->logger};
 	blq_error e;
 	s->restorer = blq_restorer_new(&rc, &e);
@@ -194,6 +225,7 @@ demo_stage *demo_stage_start(const char *key, const demo_spec *spec, const demo_
 	s->spec = *spec;
 	s->prom = env->prom;
 	s->logger = env->logger;
+	pthread_mutex_init(&s->rmu, NULL);
 	if ((spec->has_dump && build_dump_io(s, env, dw, err, errlen, status) != 0) ||
 	    build_queue(s, qw, err, errlen, status) != 0)
 		goto fail;
@@ -241,6 +273,11 @@ void demo_stage_producers(demo_stage *s, unsigned *active, unsigned *max)
 
 void demo_stage_stop(demo_stage *s, bool force)
 {
+	/* A redrive feeds the dump: it ends first (cancelled, joined). */
+	pthread_mutex_lock(&s->rmu);
+	s->redrive_closed = true;
+	pthread_mutex_unlock(&s->rmu);
+	demo_redrive_stop(s->redrive);
 	demo_schedule_stop(s);
 	demo_producers_stop_all(s);
 	/* Stop feeding first: the restorer's items would only meet a closed
@@ -278,6 +315,9 @@ void demo_stage_free(demo_stage *s)
 	blq_dump_free(s->dump);
 	blq_dump_reader_free(s->reader);
 	blq_dump_writer_free(s->writer);
+	blq_dump_writer_free(s->dead);
+	demo_redrive_free(s->redrive);
+	pthread_mutex_destroy(&s->rmu);
 	demo_history_free(s->history);
 	free(s);
 }

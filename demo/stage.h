@@ -18,6 +18,7 @@
 
 #include <blq/blq.h>
 
+#include "redrive.h"
 #include "spec.h"
 
 /* What every stage of the daemon shares. */
@@ -108,6 +109,30 @@ void demo_stage_force(demo_stage *s);
  * Return: malloc'd, or NULL.
  */
 char *demo_stage_final_json(demo_stage *s, bool *balanced);
+
+/**
+ * demo_stage_inspect_config() - where the stage's dump, quarantine and dead
+ * store are, for blq_inspect_open; the strings point into @s (valid while
+ * it is borrowed). Return: false when the stage has no dump.
+ * @has_dead: receives whether it has a dead store (restore.max_restores).
+ */
+bool demo_stage_inspect_config(demo_stage *s, blq_inspect_config *c, bool *has_dead);
+
+/**
+ * demo_stage_redrive() - start a redrive (redrive.h) of the stage's DLQ,
+ * kicking its restorer; @in is taken over (closed also on failure).
+ * Return: 200, 409 (one runs already, or the stage is stopping) or the
+ * redrive's own error status, with @err set.
+ */
+int demo_stage_redrive(demo_stage *s, blq_inspect *in, const demo_redrive_spec *sp, char *err,
+		       size_t errlen);
+
+/** demo_stage_redrive_busy() - whether a redrive of the stage runs now. */
+bool demo_stage_redrive_busy(demo_stage *s);
+
+/** demo_stage_redrive_json() - the running or last redrive's progress
+ * (demo_redrive_json), or JSON null. Return: a new reference. */
+json_t *demo_stage_redrive_json(demo_stage *s);
 
 /** demo_stage_free() - free everything; after demo_stage_stop. */
 void demo_stage_free(demo_stage *s);

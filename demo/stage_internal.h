@@ -9,6 +9,20 @@
 #include "history.h"
 #include "stage.h"
 
+/* Where a stage's dump, quarantine and dead store are (blq_inspect_config). */
+typedef struct demo_dump_where {
+	bool redis;
+	const char *dir;    /* fs: the daemon's dump directory */
+	char match[96];     /* fs: "<key>.*.bin" */
+	char mask[128];     /* fs: the writer's file_mask */
+	char host[128];     /* redis */
+	int port;
+	char key[DEMO_REDIS_KEY_MAX + 1]; /* redis: the stream */
+	bool has_dead;
+	char dead_dir[4096];              /* fs: <dir>/<key>.dead */
+	char dead_key[DEMO_REDIS_KEY_MAX + 8]; /* redis: <key>:dead */
+} demo_dump_where;
+
 enum producer_state {
 	PRODUCER_IDLE = 0, /* no thread */
 	PRODUCER_ACTIVE,   /* enqueueing */
@@ -36,6 +50,13 @@ struct demo_stage {
 	blq_dump_writer *writer;
 	blq_dump_reader *reader;
 	blq_restorer *restorer;
+	blq_dump_writer *dead; /* the restorer's dead store (restore.max_restores) */
+	demo_dump_where where; /* where the dump is, for inspection (dlq_api.c) */
+
+	/* The DLQ's redrive (redrive.h): at most one at a time, under rmu. */
+	pthread_mutex_t rmu;
+	struct demo_redrive *redrive; /* the running or last one; NULL: none yet */
+	bool redrive_closed;          /* stopping: no redrive starts any more */
 
 	/* Producers: slots 0..producers_max-1, guarded by pmu. */
 	pthread_mutex_t pmu;
@@ -63,7 +84,8 @@ struct demo_stage {
 int demo_emulate_work(void *ctx, void *payload, blq_task *task);
 
 /* The demo's item in a dump: the original's 12-byte Item (u32 header 4,
- * u64 payload), little-endian. */
+ * u64 payload), little-endian; restored, an item carries its restore count
+ * in the payload's top byte, for the restorer's max_restores. */
 blq_dump_encoder demo_item_encoder(void);
 blq_dump_decoder demo_item_decoder(void);
 

@@ -412,7 +412,8 @@
   $('init-form').addEventListener('submit', init);
   $('preset-select').addEventListener('change', pickPreset);
 
-  window.blqDashboard = { charts, state };
+  /* dlq.js (the DLQ section) talks to the daemon through these too. */
+  window.blqDashboard = { charts, state, call, explain, say };
   setControls();
   showOptional(null);
   loadPresets();

@@ -7,7 +7,9 @@
  * with the button, and asserts that the charts show a non-zero in-rate and
  * a worker count that rose; checks that errors are shown in words, that
  * the page fits a 400 px window, and that nothing is fetched from anywhere
- * but the daemon. Screenshots go to OUTDIR.
+ * but the daemon; the DLQ section of a key with a dead store: counts, a
+ * page of records with reasons, two redriven, a download, a purge.
+ * Screenshots go to OUTDIR.
  *
  * usage: dashboard_browser.cjs BLQ_DEMO OUTDIR
  * env:   BLQ_NODE_MODULES  where playwright-core is installed
@@ -396,6 +398,63 @@ async function main() {
     check(/^\d/.test(dumped), `the dump chart shows a count: dumped ${dumped}`);
     const restored = await page.locator('#chart-dump b[data-series="restored"]').textContent();
     check(/^\d/.test(restored), `and restored ${restored}`);
+
+    /* The DLQ section: a key whose items all fail into the dump and, once
+     * restored and failed again, into the dead store; then started again
+     * with a worker that never fails, so what is redriven stays out. */
+    const dlqBody = fail => JSON.stringify({ capacity: 100, workers_min: 1, workers_max: 1,
+      worker_delay: 1000000, producers_min: 0, producers_max: 1, producer_delay: 20000000,
+      fail_rate: fail, fail_to_dlq: true, allow_leak: true, dump: { capacity: 64, flush: 100000000 },
+      restore: { check: 100000000, max_restores: 1 } });
+    const dlqSum = async () => (await (await fetch(`${base}/api/v1/dlq?key=dlqk`)).json());
+    check((await api('/api/v1/init?key=dlqk', dlqBody(1))).ok, 'init "dlqk" (every item fails, max_restores 1)');
+    check((await api('/api/v1/producer-up?key=dlqk')).ok, 'one producer on "dlqk"');
+    await until('30 records in the dead store', async () => (await dlqSum()).areas.dead.records >= 30, 15000);
+    check((await api('/api/v1/stop?key=dlqk')).ok, 'stop "dlqk"');
+    check((await api('/api/v1/init?key=dlqk', dlqBody(0))).ok, 'init "dlqk" again, a worker that never fails');
+    await until('the dump settled', async () => (await dlqSum()).areas.dump.records === 0, 15000);
+    const dead0 = (await dlqSum()).areas.dead.records;
+    await until('"dlqk" in the list', async () =>
+      await page.locator('#queue-select option[value="dlqk"]').count() === 1, 8000);
+    await page.selectOption('#queue-select', 'dlqk');
+    const deadTile = () => page.locator('#dlq-areas .tile[data-area="dead"] .value').textContent();
+    await until('the DLQ section', async () => await page.locator('#dlq').isVisible() &&
+      await deadTile() === String(dead0), 8000);
+    check(true, `the DLQ section shows the dead store's ${dead0} records`);
+    await until('a page of records', async () => await page.locator('#dlq-table tbody tr').count() === 20, 5000);
+    const reasons = await page.locator('#dlq-table tbody tr td:nth-child(4)').allTextContents();
+    /* failed twice, or failed and restored, then still queued at the stop (closed) */
+    check(reasons.length === 20 && reasons.every(r => r === 'failed' || r === 'closed') &&
+      reasons.includes('failed'),
+      `a page of 20 records, each with its reason: ${[...new Set(reasons)].join(',')}`);
+    await page.locator('#dlq-table tbody tr input[type=checkbox]').nth(0).check();
+    await page.locator('#dlq-table tbody tr input[type=checkbox]').nth(1).check();
+    await page.fill('#dlq-rate', '50');
+    await page.click('#dlq-redrive-sel');
+    await until('the redrive done', async () =>
+      await page.locator('#dlq-progress').getAttribute('data-state') === 'done' &&
+      await deadTile() === String(dead0 - 2), 10000);
+    check(/2 of 2 moved/.test(await page.locator('#dlq-progress').textContent()),
+      `redrive selected: "${await page.locator('#dlq-progress').textContent()}", the dead store ${dead0} -> ${dead0 - 2}`);
+    await until('the two processed', async () =>
+      (await (await fetch(`${base}/api/v1/stats?key=dlqk`)).json()).restore.processed >= 2, 8000);
+    check(true, 'the queue processed the two redriven items');
+    await page.locator('#dlq').scrollIntoViewIfNeeded();
+    const shotDlq = path.join(outDir, 'dashboard-dlq.png');
+    await page.locator('#dlq').screenshot({ path: shotDlq });
+    console.log(`screenshot: ${shotDlq}`);
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#dlq-download')]);
+    const file = path.join(dumpDir, 'dead.jsonl');
+    await download.saveAs(file);
+    const lines = fs.readFileSync(file, 'utf8').split('\n').filter(Boolean);
+    check(lines.length === dead0 - 2 && lines.every(l => /^(failed|closed)$/.test(JSON.parse(l).why.reason)),
+      `download: ${download.suggestedFilename()}, ${lines.length} JSON lines (want ${dead0 - 2})`);
+    let asked = '';
+    page.once('dialog', d => { asked = d.message(); d.accept(); });
+    await page.click('#dlq-purge');
+    await until('the dead store purged', async () => await deadTile() === '0', 8000);
+    check(/Delete all/.test(asked) && /Purged the dead store: \d+ records/.test(await say()),
+      `purge after a confirm ("${asked}"): "${await say()}"`);
 
     /* A daemon that went away is reported, not silently ignored. */
     daemon.kill('SIGTERM');
