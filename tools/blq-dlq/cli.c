@@ -353,6 +353,8 @@ static int sel_one(void *ctx, const blq_inspect_record *r)
 	struct sel *s = ctx;
 	if (s->want != NULL && strcmp(r->loc, s->want) != 0)
 		return 0;
+	if (s->o->skip_done && r->done)
+		return 0; /* before --limit: it counts only what is taken */
 	if (s->o->limit != 0 && *s->matched >= s->o->limit) {
 		s->limited = true;
 		return 1;

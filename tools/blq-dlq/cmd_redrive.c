@@ -136,6 +136,9 @@ static int run(struct cli_opts *o)
 	bool progress = isatty(STDERR_FILENO) && !o->json;
 	struct cli_opts sel = *o;
 	sel.part = from_area;
+	/* Records a restorer marked done were restored: redriving them would
+	 * restore them again. The delete drops them from their file anyway. */
+	sel.skip_done = true;
 	struct cli_batch b = {0};
 	uint64_t moved = 0, batches = 0, start = now_ns();
 	int rc = 0;
