@@ -655,6 +655,13 @@ static int delete_file(blq_inspect *in, const blq__iarea *a, const char *name,
 				 "%s: replaced or removed meanwhile", part);
 		goto out;
 	}
+	/* The checkpoint again, under the lock: one read before it may miss
+	 * what a restorer marked done (and the claim it counted) before it
+	 * let the file go, and those records would be kept as not done. */
+	char ckpt[PATH_MAX + 300];
+	free(f.ck.bits);
+	if (!blq__ckpt_path(f.path, ckpt, sizeof(ckpt)) || !blq__ckpt_load(ckpt, &f.st, &f.ck))
+		memset(&f.ck, 0, sizeof(f.ck));
 	int damage = walk(&f, a->versioned, in->version, note_off, &o, &at, why, sizeof(why),
 			  &stopped);
 	if (o.nomem) {

@@ -35,6 +35,27 @@ check_rc "missing source" 2 "$DLQ" show
 check_rc "bad import line" 2 sh -c "printf '{\"v\":1,\"payload\":\"AA==\"}\n{\"v\":1}\n' | \"$DLQ\" import \"$D\""
 has "bad import line: line and field" "$T/err" 'stdin:2: column 8: "payload" is missing (nothing imported)'
 check_rc "redrive dump into itself" 2 "$DLQ" redrive "$D" --from dump
+# Option values that used to slip through: an empty --reason selected no
+# reason, so purge fell back to deleting the whole area; times and numbers
+# past 64 bits wrapped (2600-01-01 read as 2015, --dump-version as 2^64-1).
+check_rc "purge --reason empty" 2 "$DLQ" purge "$D" --part dump --reason "" --yes
+has "purge --reason empty: message" "$T/err" '--reason: bad value ""'
+check_rc "purge --reason comma" 2 "$DLQ" purge "$D" --part dump --reason , --yes
+check_rc "since past 64-bit ns" 2 "$DLQ" purge "$D" --part dump --since 2600-01-01 --yes
+check_rc "since @ past 64-bit ns" 2 "$DLQ" purge "$D" --part dump --since @99999999999 --yes
+check_rc "dump-version out of range" 2 "$DLQ" show "$D" --dump-version 99999999999999999999
+check_rc "limit out of range" 2 "$DLQ" show "$D" --limit 99999999999999999999
+check_rc "rate too small" 2 "$DLQ" redrive "$D" --rate 1e-300
+has "rate too small: message" "$T/err" '--rate: bad value "1e-300"'
+# N{s,m,h,d} ago past the epoch means since the epoch, also when N * unit
+# overflows 64 bits (213504d wrapped to about 25 minutes ago).
+printf '{"v":1,"why":{"reason":"failed","time_ns":%s},"payload":"AA=="}\n' \
+	"$(( ($(date +%s) - 3600) * 1000000000 ))" >"$T/old.jsonl"
+mkdir -p "$T/olddead"
+"$DLQ" import "$T/olddead" "$T/old.jsonl" >/dev/null || fail "import an hour-old record"
+check_rc "until 213504d ago: nothing" 1 "$DLQ" purge "$T/olddead" --part dump --until 213504d --dry-run
+check_rc "until 1d ago: nothing" 1 "$DLQ" purge "$T/olddead" --part dump --until 1d --dry-run
+check_rc "until 30m ago: the record" 0 "$DLQ" purge "$T/olddead" --part dump --until 30m --dry-run
 check "nothing modified (files)" "$(tree_sum "$T/notdump")$(tree_sum "$D")" "$before"
 
 if [ -n "${BLQ_TEST_REDIS:-}" ]; then

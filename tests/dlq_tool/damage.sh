@@ -32,6 +32,13 @@ check_rc "verify --json" 1 "$DLQ" verify "$D" --json
 check "verify --json: damage lines" "$(grep -c '"state":"damaged"' "$T/out")" 3
 check_rc "verify a good file" 0 "$DLQ" verify "$SRC"
 
+# redrive cannot delete a damaged file's records (refused): it must not
+# write them either, or each run leaves another copy in the dump.
+check_rc "redrive from a damaged file" 3 "$DLQ" redrive "$D" --from quarantine/trunc.bin
+has "redrive from a damaged file: says so" "$T/err" "1 refused"
+has "redrive from a damaged file: nothing written" "$T/err" "nothing of it was written"
+check "redrive from a damaged file: dump untouched" "$(ls "$D" | grep -c '\.bin$')" 0
+
 # salvage each into the dump itself, then a real restorer takes them
 for f in trunc:19 flip:5 badlen:7; do
 	check_rc "salvage ${f%:*}" 0 "$DLQ" salvage "$D" "quarantine/${f%:*}.bin" --json

@@ -12,6 +12,11 @@
  *     other. A payload is the text "order ID" (binary: 8 bytes of ID,
  *     then 0x00 0xff 0x7f). Exits 0 only when the dump wrote all N.
  *
+ *   dlq_node done DIR K
+ *     The real fs reader claims DIR's first file, marks its first K
+ *     records done, syncs its checkpoint and releases it (restored
+ *     records a restorer has not removed yet).
+ *
  *   dlq_node restore TARGET LOG [US_PER_ITEM]
  *     A restorer consuming TARGET (group "blq" on a stream) into a queue
  *     whose worker appends "ID\n" to LOG (O_APPEND, one write a line) and
@@ -270,8 +275,35 @@ static int restore(const struct target *t, const char *log)
 	return 0;
 }
 
+/* The real fs reader takes DIR's first file, marks its first k records
+ * done (as a restorer does once their items reached an outcome), syncs the
+ * checkpoint and lets the file go: records restored, the file not yet
+ * removed. */
+static int mark_done(const char *dir, uint64_t k)
+{
+	blq_error err = {0};
+	blq_dump_fs_config c = {.directory = dir};
+	blq_dump_reader *rd = blq_dump_fs_reader_new(&c, &err);
+	void *dump = NULL;
+	blq_dump_record rec;
+	if (rd == NULL)
+		die("reader", err.msg);
+	if (rd->next(rd, &dump, &err) != 1)
+		die("next", "no file to claim");
+	for (uint64_t i = 0; i < k && rd->record(rd, dump, &rec, &err) == 1; i++)
+		if (rd->done(rd, dump, rec.index, &err) != 0)
+			die("done", err.msg);
+	if (rd->sync(rd, dump, &err) != 0)
+		die("sync", err.msg);
+	rd->release(rd, dump);
+	blq_dump_reader_free(rd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && strcmp(argv[1], "done") == 0)
+		return mark_done(argv[2], strtoull(argv[3], NULL, 10));
 	if (argc >= 4 && strcmp(argv[1], "produce") == 0) {
 		struct target t = parse_target(argv[2]);
 		uint64_t base = argc > 4 ? strtoull(argv[4], NULL, 10) : 0;
@@ -285,6 +317,7 @@ int main(int argc, char **argv)
 		return restore(&t, argv[3]);
 	}
 	fprintf(stderr, "usage: dlq_node produce TARGET N [BASE] [failed|overflow|mix] [binary]\n"
-			"       dlq_node restore TARGET LOG [US_PER_ITEM]\n");
+			"       dlq_node restore TARGET LOG [US_PER_ITEM]\n"
+			"       dlq_node done DIR K\n");
 	return 2;
 }

@@ -27,4 +27,17 @@ check "restorer's measured rate $r/s within 20% of 100" "$( [ "$r" -ge 80 ] && [
 check "every id once" "$(sort -n "$T/log" | md5sum)" "$(seq 0 299 | md5sum)"
 check "dead store empty" "$("$DLQ" list "$D" --dead "$DEAD" --json | grep '"area":"dead"' | json_field records | awk '{s += $1} END {if (NR) print s}')" ""
 check_rc "nothing left to redrive" 1 "$DLQ" redrive "$D" --dead "$DEAD"
+
+# Records a restorer marked done (restored, the file not removed yet) are not
+# redriven: another restorer would restore them again.
+S=$T/src O=$T/other
+mkdir -p "$S" "$O"
+"$NODE" produce "$S" 6 500 failed >/dev/null || fail "produce src"
+"$NODE" done "$S" 4 || fail "mark 4 done"
+check "src: 4 done" "$("$DLQ" list "$S" --json | grep '"area":"dump"' | json_field done)" 4
+check_rc "redrive --from dump --to other" 0 "$DLQ" redrive "$S" --from dump --to "$O" --json
+check "redrive: moved the 2 not done" "$(json_field moved <"$T/out")" 2
+check_rc "other: what it got" 0 "$DLQ" show "$O" --json
+check "other: ids 504, 505" "$(grep -o 'order [0-9]*' "$T/out" | tr '\n' ' ')" "order 504 order 505 "
+check "src: the file went (done records with it)" "$(ls "$S" | grep -c '\.bin$')" 0
 finish

@@ -18,6 +18,7 @@
  */
 #include "cli.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -63,13 +64,24 @@ static const struct option long_opts[] = {
 	{NULL, 0, NULL, 0},
 };
 
+/* A decimal number that fits 64 bits (strtoull saturates silently). */
 static bool parse_u64(const char *s, uint64_t *out)
 {
 	char *end;
 	if (s[0] < '0' || s[0] > '9')
 		return false;
+	errno = 0;
 	*out = strtoull(s, &end, 10);
-	return *end == '\0';
+	return *end == '\0' && errno == 0;
+}
+
+/* a * b, or false when it does not fit 64 bits. */
+static bool mul_u64(uint64_t a, uint64_t b, uint64_t *out)
+{
+	if (b != 0 && a > UINT64_MAX / b)
+		return false;
+	*out = a * b;
+	return true;
 }
 
 /* A time: @SECONDS (since the epoch), Ns/Nm/Nh/Nd (that long ago), or
@@ -82,13 +94,13 @@ static bool parse_time(const char *s, uint64_t *ns)
 	char *end;
 	if (s[0] == '@') {
 		uint64_t v;
-		if (!parse_u64(s + 1, &v))
-			return false;
-		*ns = v * 1000000000ull;
-		return true;
+		/* Past 2554 does not fit in ns: refused, not wrapped. */
+		return parse_u64(s + 1, &v) && mul_u64(v, 1000000000ull, ns);
 	}
 	if (s[0] >= '0' && s[0] <= '9') {
+		errno = 0;
 		unsigned long long v = strtoull(s, &end, 10);
+		bool big = errno == ERANGE;
 		static const struct {
 			char unit;
 			uint64_t ns;
@@ -96,7 +108,11 @@ static bool parse_time(const char *s, uint64_t *ns)
 			     {'h', 3600000000000ull}, {'d', 86400000000000ull}};
 		for (size_t i = 0; i < 4; i++)
 			if (end[0] == units[i].unit && end[1] == '\0') {
-				uint64_t ago = v * units[i].ns;
+				/* Longer ago than the epoch (the product may
+				 * not even fit 64 bits): since the epoch. */
+				uint64_t ago;
+				if (big || !mul_u64(v, units[i].ns, &ago))
+					ago = UINT64_MAX;
 				*ns = ago < now_ns ? now_ns - ago : 1;
 				return true;
 			}
@@ -115,25 +131,27 @@ static bool parse_time(const char *s, uint64_t *ns)
 	if (rest == NULL || *rest != '\0')
 		return false;
 	time_t t = mktime(&tm);
-	if (t < 0)
-		return false;
-	*ns = (uint64_t)t * 1000000000ull;
-	return true;
+	return t >= 0 && mul_u64((uint64_t)t, 1000000000ull, ns);
 }
 
 /* --reason takes names separated by commas, and may be repeated. */
 static bool parse_reasons(const char *s, unsigned *bits)
 {
 	char buf[256];
-	snprintf(buf, sizeof(buf), "%s", s);
+	bool any = false;
+	/* "" or "," names no reason: taken as "any", a purge would delete
+	 * the whole area instead of the records of the reasons meant. */
+	if (snprintf(buf, sizeof(buf), "%s", s) >= (int)sizeof(buf))
+		return false;
 	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok != NULL;
 	     tok = strtok_r(NULL, ",", &save)) {
 		enum blq_dlq_reason r;
 		if (blq_dlq_reason_parse(tok, &r) != 0)
 			return false;
 		*bits |= 1u << r;
+		any = true;
 	}
-	return true;
+	return any;
 }
 
 int cli_parse(const struct cli_cmd *c, int argc, char **argv, struct cli_opts *o)
@@ -190,8 +208,10 @@ int cli_parse(const struct cli_cmd *c, int argc, char **argv, struct cli_opts *o
 		case O_RATE: {
 			char *end;
 			o->rate = strtod(a, &end);
-			ok = end != a && (*end == '\0' || strcmp(end, "/s") == 0) && o->rate > 0 &&
-			     o->rate <= 1e6;
+			/* Below 0.001/s the schedule (moved / rate in ns)
+			 * leaves 64 bits: a hang, not a rate. */
+			ok = end != a && (*end == '\0' || strcmp(end, "/s") == 0) &&
+			     o->rate >= 1e-3 && o->rate <= 1e6;
 			break;
 		}
 		case O_TO: o->to = a; break;
@@ -215,7 +235,8 @@ int cli_parse(const struct cli_cmd *c, int argc, char **argv, struct cli_opts *o
 							 "overflow-front, failed, deadline, closed)"
 					: ch == O_SINCE || ch == O_UNTIL
 						? " (YYYY-MM-DD[THH:MM[:SS]], @EPOCH_SECONDS, or "
-						  "N{s,m,h,d} ago)"
+						  "N{s,m,h,d} ago; up to 2554)"
+					: ch == O_RATE ? " (0.001 to 1000000 per second)"
 						: "");
 	}
 	o->args = argv + optind;
@@ -332,6 +353,8 @@ static int sel_one(void *ctx, const blq_inspect_record *r)
 	struct sel *s = ctx;
 	if (s->want != NULL && strcmp(r->loc, s->want) != 0)
 		return 0;
+	if (s->o->skip_done && r->done)
+		return 0; /* before --limit: it counts only what is taken */
 	if (s->o->limit != 0 && *s->matched >= s->o->limit) {
 		s->limited = true;
 		return 1;

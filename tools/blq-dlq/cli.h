@@ -57,6 +57,9 @@ struct cli_opts {
 	double rate;
 	const char *to, *from, *output, *into;
 	size_t batch;
+	/* Not an option: cli_select leaves out records a restorer marked
+	 * done (redrive: they were restored already). */
+	bool skip_done;
 	char **args; /* positional arguments after the options */
 	int nargs;
 };

@@ -11,8 +11,11 @@
  * - At least once: each batch is appended (durable on return) and only
  *   then deleted from the source. A crash between the two leaves the
  *   batch in both places: a duplicate, never a loss. A record the delete
- *   cannot remove (held, gone) stops the redrive with exit 3 and says so,
- *   rather than redriving it again on the next batch.
+ *   cannot remove (held, gone, a damaged file's) stops the redrive with
+ *   exit 3 and says so, rather than redriving it again on the next batch;
+ *   a dry run of the delete before the append finds them, so such a batch
+ *   is not written at all (only a restorer taking a file between the dry
+ *   run and the delete leaves a duplicate).
  * - Pacing: small batches (rate/10, so ten a second; --batch to choose)
  *   against a schedule started with the first one: batch k is appended no
  *   earlier than start + k*batch/rate. Sleeping against the schedule, not
@@ -68,12 +71,28 @@ static int move_batch(blq_inspect *from, blq_inspect *to, struct cli_batch *b, u
 		items[i] = (blq_inspect_item){b->v[i].data, b->v[i].len, b->v[i].restores,
 					      cli_why_empty(&b->v[i].why) ? NULL : &b->v[i].why};
 	blq_error err = {0};
+	blq_inspect_delete_stats st = {0};
+	/* A dry run of the delete first: records it would not remove (a
+	 * damaged file's are refused, a held file's skipped) must not be
+	 * written, or every run would leave another copy of them. */
+	if (blq_inspect_delete(from, locs, b->n, BLQ_INSPECT_DRY_RUN, NULL, NULL, &st, &err) != 0) {
+		rc = cli_fail(CLI_RUNTIME, "redrive: %s (nothing of the batch was written)", err.msg);
+		goto out;
+	}
+	if (st.records != b->n) {
+		rc = cli_fail(CLI_RUNTIME, "redrive: %" PRIu64 " of %zu records selected could not be "
+					   "deleted from the source (%" PRIu64 " held, %" PRIu64
+					   " not found, %" PRIu64 " refused: a damaged file's records are "
+					   "salvaged, not redriven), so nothing of it was written; stopping",
+			      (uint64_t)b->n - st.records, b->n, st.held, st.not_found, st.refused);
+		goto out;
+	}
 	if (blq_inspect_append(to, items, b->n, &err) != 0) {
 		rc = cli_fail(CLI_RUNTIME, "redrive: writing: %s (the batch stays in the source)",
 			      err.msg);
 		goto out;
 	}
-	blq_inspect_delete_stats st = {0};
+	memset(&st, 0, sizeof(st));
 	if (blq_inspect_delete(from, locs, b->n, 0, NULL, NULL, &st, &err) != 0) {
 		rc = cli_fail(CLI_RUNTIME, "redrive: deleting from the source: %s (the batch "
 					   "was written: expect duplicates of it)", err.msg);
@@ -117,6 +136,9 @@ static int run(struct cli_opts *o)
 	bool progress = isatty(STDERR_FILENO) && !o->json;
 	struct cli_opts sel = *o;
 	sel.part = from_area;
+	/* Records a restorer marked done were restored: redriving them would
+	 * restore them again. The delete drops them from their file anyway. */
+	sel.skip_done = true;
 	struct cli_batch b = {0};
 	uint64_t moved = 0, batches = 0, start = now_ns();
 	int rc = 0;
@@ -188,7 +210,8 @@ const struct cli_cmd cli_redrive = {
 	"\n"
 	"  --from LOC       an area (dead, quarantine, dump with --to) or a file\n"
 	"  --to TARGET      a directory or redis://HOST:PORT/KEY\n"
-	"  --rate N         records per second (paced in batches of N/10)\n"
+	"  --rate N         records per second, 0.001 to 1000000 (paced in batches\n"
+	"                   of N/10)\n"
 	"  --batch N        records per batch (default N/10 with --rate, else 500)\n"
 	"  --json           the report as one JSON object\n"
 	"Selection: --loc, --reason, --since, --until, --limit (in all), --newest\n"
