@@ -326,7 +326,8 @@ static void group_info(blq_inspect *in, const blq__iarea *a, blq_inspect_part *p
 	for (size_t i = 0; cs->type == REDIS_REPLY_ARRAY && i < cs->elements && p->nconsumers < cap;
 	     i++) {
 		const redisReply *c = cs->element[i];
-		if (c->type != REDIS_REPLY_ARRAY || c->elements < 2 || !blq__redis_is_str(c->element[0]))
+		if (c->type != REDIS_REPLY_ARRAY || c->elements < 2 || !blq__redis_is_str(c->element[0]) ||
+		    !blq__redis_is_str(c->element[1]))
 			continue;
 		cons[p->nconsumers].name = c->element[0]->str;
 		cons[p->nconsumers++].pending = strtoull(c->element[1]->str, NULL, 10);
