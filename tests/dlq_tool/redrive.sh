@@ -35,6 +35,8 @@ mkdir -p "$S" "$O"
 "$NODE" produce "$S" 6 500 failed >/dev/null || fail "produce src"
 "$NODE" done "$S" 4 || fail "mark 4 done"
 check "src: 4 done" "$("$DLQ" list "$S" --json | grep '"area":"dump"' | json_field done)" 4
+check_rc "export leaves out the done records" 0 "$DLQ" export "$S"
+check "export: 2 lines" "$(wc -l <"$T/out")" 2
 check_rc "redrive --from dump --to other" 0 "$DLQ" redrive "$S" --from dump --to "$O" --json
 check "redrive: moved the 2 not done" "$(json_field moved <"$T/out")" 2
 check_rc "other: what it got" 0 "$DLQ" show "$O" --json

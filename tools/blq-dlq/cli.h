@@ -58,7 +58,7 @@ struct cli_opts {
 	const char *to, *from, *output, *into;
 	size_t batch;
 	/* Not an option: cli_select leaves out records a restorer marked
-	 * done (redrive: they were restored already). */
+	 * done (redrive, export: they were restored already). */
 	bool skip_done;
 	char **args; /* positional arguments after the options */
 	int nargs;

@@ -49,6 +49,9 @@ static int run(struct cli_opts *o)
 		return cli_fail(CLI_RUNTIME, "export: %s: %s", o->output, strerror(errno));
 	}
 	uint64_t n;
+	/* Records a restorer marked done were restored already: imported
+	 * elsewhere they would run again. */
+	o->skip_done = true;
 	int rc = cli_select(in, o, NULL, true, export_one, &c, &n);
 	blq_inspect_close(in);
 	free(c.buf);
