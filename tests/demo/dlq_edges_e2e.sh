@@ -79,4 +79,32 @@ call GET "/api/v1/stop?key=$KEY"
 check_final "stop $KEY during the redrive"
 ok "the stop cancelled the waiting redrive"
 
+# --- restore.max_restores: the count rides in the payload's top byte ----------------
+# A restored item carries its restore count in 8 bits: at most 255. A limit
+# above that would never be reached (the count stops at 255), so items would
+# cycle between the queue and the dump for ever: refused.
+KEY=cap
+cap_body() {
+	cat >"$E2E_TMP/cap.json" <<EOF
+{"capacity":100,"workers_min":1,"workers_max":1,"worker_delay":1000000,
+ "producers_min":0,"producers_max":1,"fail_rate":1,"allow_leak":true,"fail_to_dlq":true,
+ "dump":$DUMP,"restore":{"check":100000000,"max_restores":$1}}
+EOF
+	echo "$E2E_TMP/cap.json"
+}
+init "$KEY" "$(cap_body 256)"
+expect 400 '.error | test("max_restores")' "init $KEY with max_restores 256"
+# 255 works to the last restore: records restored 254 times come back once
+# more, fail (fail_rate 1) into the dump with 255, and go to the dead store.
+place "$E2E_DUMP" "$KEY" 3 254 5000
+init "$KEY" "$(cap_body 255)"
+expect 200 '.message == "success"' "init $KEY with max_restores 255 and 3 records restored 254 times"
+wait_for 20 "$KEY: the 3 records in the dead store" dlq_holds "$KEY" '.areas.dead.records == 3 and .areas.dump.records == 0'
+call GET "/api/v1/dlq/records?key=$KEY&area=dead"
+jqtrue "$BODY" '(.records | length) == 3 and all(.records[]; .restores == 255 and .reason == "failed")' ||
+	fail "$KEY: dead records: $BODY"
+ok "$KEY: restored a 255th time, failed, dead with restores 255"
+call GET "/api/v1/stop?key=$KEY"
+check_final "stop $KEY"
+
 demo_finish
