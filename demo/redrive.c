@@ -101,7 +101,11 @@ static void finish(demo_redrive *r, const char *state, const char *error)
 /* Waits until @n records are due; false when cancelled meanwhile. */
 static bool wait_due(demo_redrive *r, uint64_t n)
 {
-	uint64_t due_ns = r->t0_ns + (uint64_t)((double)n / r->rate * 1e9);
+	/* A tiny rate puts the due time past 2^64 ns (a double out of range
+	 * converts to anything, 0 on x86-64: no wait at all): saturate. */
+	double after = (double)n / r->rate * 1e9;
+	uint64_t wait = after < 1.8e19 ? (uint64_t)after : UINT64_MAX; /* 2^64 is 1.84e19 */
+	uint64_t due_ns = wait < UINT64_MAX - r->t0_ns ? r->t0_ns + wait : UINT64_MAX;
 	struct timespec ts = {.tv_sec = (time_t)(due_ns / 1000000000u),
 			      .tv_nsec = (long)(due_ns % 1000000000u)};
 	pthread_mutex_lock(&r->mu);

@@ -24,7 +24,9 @@
 #define DEMO_DURATION_MAX 3600000000000ull /* 1 h, for delays and intervals */
 #define DEMO_DUMP_CAPACITY_MAX (256u << 20) /* bytes per dump batch */
 #define DEMO_REDIS_KEY_MAX 200u
-#define DEMO_MAX_RESTORES_MAX 1000000u /* restore.max_restores */
+/* restore.max_restores: a restored item carries its restore count in its
+ * payload's top byte (emulate.c), which counts to 255 */
+#define DEMO_MAX_RESTORES_MAX 255u
 
 /* One range of workers_schedule or producers_schedule. */
 typedef struct demo_range {
