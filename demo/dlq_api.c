@@ -220,6 +220,26 @@ static bool summary(hold *h, demo_dlq_reply *out)
 /* ---- GET dlq/records ------------------------------------------------ */
 
 /* The payload as text when it is printable ASCII, else hex; bounded. */
+/* A string of a dump (a file's name, a Redis consumer, a queue's name)
+ * as JSON text: they are bytes, not always UTF-8, and one that is not
+ * would make json_pack fail the whole page; its bytes above 0x7f become
+ * '?' then. */
+static json_t *text_of(const char *s)
+{
+	json_t *j = json_string(s);
+	if (j != NULL)
+		return j;
+	char *t = strdup(s);
+	if (t == NULL)
+		return NULL;
+	for (char *c = t; *c != '\0'; c++)
+		if ((unsigned char)*c > 0x7f)
+			*c = '?';
+	j = json_string(t);
+	free(t);
+	return j;
+}
+
 static json_t *preview(const unsigned char *d, size_t len)
 {
 	size_t n = len < PREVIEW_MAX ? len : PREVIEW_MAX;
@@ -249,13 +269,13 @@ static int on_page_record(void *ctx, const blq_inspect_record *r)
 	page *pg = ctx;
 	static const char *const states[] = {"ok", "damaged", "gone"};
 	json_t *o = json_pack(
-		"{s:s,s:s,s:s,s:I,s:I,s:i,s:i,s:I,s:f,s:b,s:s,s:s,s:i,s:i,s:s,s:o}", "loc", r->loc,
+		"{s:o,s:s,s:s,s:I,s:I,s:i,s:i,s:I,s:f,s:b,s:o,s:s,s:i,s:i,s:o,s:o}", "loc", text_of(r->loc),
 		"state", states[r->state], "damage", r->damage, "size", (json_int_t)r->size, "len",
 		(json_int_t)r->len, "restores", (int)r->restores, "deliveries", (int)r->deliveries,
 		"time_ns", (json_int_t)r->time_ns, "age_s", age_s(pg->now, r->time_ns), "pending",
-		r->pending, "consumer", r->consumer ? r->consumer : "", "reason",
+		r->pending, "consumer", text_of(r->consumer ? r->consumer : ""), "reason",
 		blq_dlq_reason_name(r->why.reason), "attempts", (int)r->why.attempts, "rc",
-		(int)r->why.rc, "queue", r->why.queue, "preview",
+		(int)r->why.rc, "queue", text_of(r->why.queue), "preview",
 		r->state == BLQ_INSPECT_OK ? preview(r->data, r->len) : json_null());
 	return o != NULL ? json_array_append_new(pg->records, o) : -1;
 }

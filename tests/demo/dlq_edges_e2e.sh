@@ -79,6 +79,27 @@ call GET "/api/v1/stop?key=$KEY"
 check_final "stop $KEY during the redrive"
 ok "the stop cancelled the waiting redrive"
 
+# --- a file name that is not UTF-8 ----------------------------------------------------
+# Names in a dump are bytes: a record whose location is not UTF-8 is shown
+# with '?' for those bytes, and the rest of the page with it.
+KEY=names
+place "$E2E_DUMP/$KEY.dead" "$KEY" 2 1 2000
+f=$(ls "$E2E_DUMP/$KEY.dead"/*.bin | head -1)
+mv "$f" "$E2E_DUMP/$KEY.dead/$KEY."$'\xff'"x.bin"
+cat >"$E2E_TMP/names.json" <<EOF
+{"capacity":100,"workers_min":1,"workers_max":1,"worker_delay":1000000,
+ "producers_min":0,"producers_max":1,"allow_leak":true,"dump":$DUMP,
+ "restore":{"check":100000000,"max_restores":3}}
+EOF
+init "$KEY" "$E2E_TMP/names.json"
+expect 200 '.message == "success"' "init $KEY"
+call GET "/api/v1/dlq/records?key=$KEY&area=dead"
+jqtrue "$BODY" '(.records | length) == 2 and all(.records[]; .loc | test("^dead/names[.][?]x[.]bin#"))' ||
+	fail "$KEY: records of a file whose name is not UTF-8: $BODY"
+ok "$KEY: a name that is not UTF-8 is shown with '?', the page with it"
+call GET "/api/v1/stop?key=$KEY"
+check_final "stop $KEY"
+
 # --- restore.max_restores: the count rides in the payload's top byte ----------------
 # A restored item carries its restore count in 8 bits: at most 255. A limit
 # above that would never be reached (the count stops at 255), so items would
