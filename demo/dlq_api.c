@@ -531,8 +531,9 @@ static bool purge(hold *h, const char *body, size_t len, demo_dlq_reply *out)
 		ok = fail(out, 400, "%s", "dry_run: expected true or false");
 	if (ok)
 		ok = needs_dead(h, t.area, out);
-	if (ok && demo_stage_redrive_busy(h->s))
-		ok = fail(out, 409, "queue \"%s\": a redrive runs; purge once it is done", h->key);
+	if (ok && !demo_stage_purge_begin(h->s))
+		ok = fail(out, 409, "queue \"%s\": a redrive runs, or another purge; purge once "
+				    "it is done", h->key);
 	if (ok) {
 		const char *all[] = {"dead"};
 		blq_inspect_delete_stats st = {0};
@@ -551,6 +552,7 @@ static bool purge(hold *h, const char *body, size_t len, demo_dlq_reply *out)
 							(json_int_t)st.not_found, "refused",
 							(json_int_t)st.refused))
 			     : fail(out, rc == BLQ_ENOMEM ? 500 : 502, "dlq: %s", e.msg);
+		demo_stage_purge_end(h->s);
 	}
 	target_free(&t);
 	json_decref(b);

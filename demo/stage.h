@@ -127,8 +127,11 @@ bool demo_stage_inspect_config(demo_stage *s, blq_inspect_config *c, bool *has_d
 int demo_stage_redrive(demo_stage *s, blq_inspect *in, const demo_redrive_spec *sp, char *err,
 		       size_t errlen);
 
-/** demo_stage_redrive_busy() - whether a redrive of the stage runs now. */
-bool demo_stage_redrive_busy(demo_stage *s);
+/** demo_stage_purge_begin() - claims the dead store for a purge: false when
+ * a redrive runs or another purge does (a redrive and a purge at once could
+ * both take one record). demo_stage_purge_end() gives it back. */
+bool demo_stage_purge_begin(demo_stage *s);
+void demo_stage_purge_end(demo_stage *s);
 
 /** demo_stage_redrive_json() - the running or last redrive's progress
  * (demo_redrive_json), or JSON null. Return: a new reference. */

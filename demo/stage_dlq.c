@@ -1,7 +1,9 @@
 /*
  * A stage's DLQ as the dlq API sees it: where its dump is (for
- * blq_inspect_open) and its redrive, at most one at a time (s->rmu), none
- * once the stage stops (demo_stage_stop cancels and joins a running one).
+ * blq_inspect_open) and its redrive, at most one at a time and never
+ * beside a purge of the dead store (both under s->rmu: the two at once
+ * could both take one record), none once the stage stops (demo_stage_stop
+ * cancels and joins a running one).
  * The last redrive is kept, finished, so its outcome stays visible until
  * the next starts.
  */
@@ -38,6 +40,9 @@ int demo_stage_redrive(demo_stage *s, blq_inspect *in, const demo_redrive_spec *
 	pthread_mutex_lock(&s->rmu);
 	if (s->redrive_closed) {
 		snprintf(err, errlen, "queue \"%s\" is stopping", s->key);
+	} else if (s->purging) {
+		snprintf(err, errlen, "queue \"%s\": a purge of its dead store runs; redrive "
+			 "once it is done", s->key);
 	} else if (s->redrive != NULL && demo_redrive_running(s->redrive)) {
 		snprintf(err, errlen, "queue \"%s\": a redrive runs already (see its progress in "
 			 "/api/v1/dlq; stop the key to cancel it)", s->key);
@@ -55,12 +60,20 @@ int demo_stage_redrive(demo_stage *s, blq_inspect *in, const demo_redrive_spec *
 	return status;
 }
 
-bool demo_stage_redrive_busy(demo_stage *s)
+bool demo_stage_purge_begin(demo_stage *s)
 {
 	pthread_mutex_lock(&s->rmu);
-	bool busy = s->redrive != NULL && demo_redrive_running(s->redrive);
+	bool free_ = !s->purging && (s->redrive == NULL || !demo_redrive_running(s->redrive));
+	s->purging = s->purging || free_;
 	pthread_mutex_unlock(&s->rmu);
-	return busy;
+	return free_;
+}
+
+void demo_stage_purge_end(demo_stage *s)
+{
+	pthread_mutex_lock(&s->rmu);
+	s->purging = false;
+	pthread_mutex_unlock(&s->rmu);
 }
 
 json_t *demo_stage_redrive_json(demo_stage *s)

@@ -57,6 +57,7 @@ struct demo_stage {
 	pthread_mutex_t rmu;
 	struct demo_redrive *redrive; /* the running or last one; NULL: none yet */
 	bool redrive_closed;          /* stopping: no redrive starts any more */
+	bool purging;                 /* a purge of the dead store runs: no redrive starts */
 
 	/* Producers: slots 0..producers_max-1, guarded by pmu. */
 	pthread_mutex_t pmu;
