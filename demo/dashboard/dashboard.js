@@ -8,8 +8,9 @@
  * apart (/api/v1/history?key=K, demo/history.h). Before the first live
  * sample of a run of a key (the page opened, another queue chosen, the key
  * started again) the page draws those, so a page opened mid-run shows the
- * run so far. History and live samples join by time: a sample not newer
- * than the last one drawn is dropped, so none is drawn twice.
+ * run so far. History and live samples join by time: a sample less than
+ * half a second newer than the last one drawn is dropped, so none is drawn
+ * twice and no rate is taken over a few milliseconds.
  *
  * Polling: one request at a time (the next starts a second after the last
  * began, once it has answered), so a slow daemon gets no pile of requests
@@ -203,7 +204,10 @@
       clearCharts(); /* another run of the key: the next poll draws its history */
       return;
     }
-    if (prev && st.t <= prev.t) return; /* not newer than what is drawn */
+    /* Not newer than what is drawn, or too close after it to make a rate
+     * of: the first live poll can land a few ms after the history's last
+     * sample, and a rate over those ms reads as a dip to 0. */
+    if (prev && st.t < prev.t + 0.5) return;
     const c = st.counters;
     const rate = pick => perSecond(st, prev, pick);
     const s = {
