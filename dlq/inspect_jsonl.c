@@ -59,16 +59,14 @@ static void put_fmt(struct out *o, const char *fmt, ...)
 	put_bytes(o, tmp, (size_t)k);
 }
 
-/* A JSON string: blq__json_escape counts its length, a second call writes
- * it in pieces through a small buffer (the caller's buffer may be short). */
+/* A JSON string, escaped in one call straight into the room left (the
+ * escaper counts past its end as the cursor does): whole, so a UTF-8
+ * sequence is seen whole, not as bytes that are each not UTF-8. */
 static void put_str(struct out *o, const char *s)
 {
 	put_bytes(o, "\"", 1);
-	for (; *s != '\0'; s++) {
-		char one[2] = {*s, '\0'}, tmp[8];
-		size_t k = blq__json_escape(tmp, sizeof(tmp), one);
-		put_bytes(o, tmp, k);
-	}
+	size_t room = o->n < o->cap ? o->cap - o->n : 0;
+	o->n += blq__json_escape(room > 0 ? o->buf + o->n : NULL, room, s);
 	put_bytes(o, "\"", 1);
 }
 

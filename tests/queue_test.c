@@ -694,6 +694,21 @@ Test(queue, status_json_escapes_the_name)
 	blq_free(q);
 }
 
+Test(queue, status_json_is_utf8_whatever_the_name)
+{
+	/* é and € pass; a stray 0xff, a cut sequence and an overlong '/'
+	 * (0xc0 0xaf) become '?': JSON text must be UTF-8. */
+	blq_config c = {.capacity = 4, .workers = 1, .worker = slow_worker,
+			.name = "\xc3\xa9\xe2\x82\xac-\xff-\xe2\x82-\xc0\xaf"};
+	blq *q = must_new(&c);
+	char buf[1024];
+
+	int n = blq_status_json(q, buf, sizeof(buf));
+	cr_assert(n > 0 && (size_t)n < sizeof(buf));
+	cr_expect(strstr(buf, "\"name\":\"\xc3\xa9\xe2\x82\xac-?-?" "?-?" "?\"") != NULL, "%s", buf);
+	blq_free(q);
+}
+
 Test(queue, discard_dlq_frees_and_counts)
 {
 	blq_discard d;
