@@ -86,12 +86,7 @@ KEY=names
 place "$E2E_DUMP/$KEY.dead" "$KEY" 2 1 2000
 f=$(ls "$E2E_DUMP/$KEY.dead"/*.bin | head -1)
 mv "$f" "$E2E_DUMP/$KEY.dead/$KEY."$'\xff'"x.bin"
-cat >"$E2E_TMP/names.json" <<EOF
-{"capacity":100,"workers_min":1,"workers_max":1,"worker_delay":1000000,
- "producers_min":0,"producers_max":1,"allow_leak":true,"dump":$DUMP,
- "restore":{"check":100000000,"max_restores":3}}
-EOF
-init "$KEY" "$E2E_TMP/names.json"
+init "$KEY" "$E2E_TMP/tiny.json" # the same queue as "tiny"
 expect 200 '.message == "success"' "init $KEY"
 call GET "/api/v1/dlq/records?key=$KEY&area=dead"
 jqtrue "$BODY" '(.records | length) == 2 and all(.records[]; .loc | test("^dead/names[.][?]x[.]bin#"))' ||
