@@ -133,6 +133,9 @@ typedef struct blq__worker {
 	 * the word (bit 0 cleared) plus the clock. */
 	_Atomic uint64_t idle_clock;
 	_Atomic uint64_t asleep_since;
+	/* Items the worker took ahead and has not started yet (worker.c,
+	 * "Taking ahead"): written by the worker alone, read by blq_size. */
+	_Atomic unsigned hand;
 	blq__ec park; /* an asleep worker sleeps here */
 	/* Its retries' way into the timer (inbox.c); NULL until the first. */
 	_Atomic(struct blq__inbox *) inbox;
@@ -346,6 +349,11 @@ bool blq__push_any(blq *q, const blq__item *it);
 size_t blq__push_batch(blq *q, const blq__item *tmpl, void *const *payloads, size_t n);
 bool blq__pop_any(blq *q, unsigned start, blq__item *out); /* the due ring, then the rings */
 bool blq__pop_rings(blq *q, unsigned start, blq__item *out); /* the producers' rings only */
+/* Up to max items from ring `home` in one take, when it holds at least
+ * 2 * max and no due item waits; else 0 (rings.c). */
+unsigned blq__take_ahead(blq *q, unsigned home, blq__item *out, unsigned max);
+/* Items workers took ahead and have not started (worker.c). */
+uint64_t blq__hand_items(const blq *q);
 
 /* engine.c: choosing the engine (the one place that names QoS) and
  * building it into a new queue. */

@@ -257,6 +257,15 @@ uint64_t blq__taken_items(const blq *q)
 	return blq__ring_items(q) + (due != NULL ? blq__ring_size(due) : 0);
 }
 
+uint64_t blq__hand_items(const blq *q)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < q->nslots; i++)
+		n += atomic_load_explicit(&q->workers[i].hand, memory_order_relaxed);
+	return n;
+}
+
 uint64_t blq__ready(const blq *q)
 {
 	/* q->staged less the timer's share of it: no inbox walk (this is read
@@ -264,14 +273,15 @@ uint64_t blq__ready(const blq *q)
 	uint64_t staged = atomic_load_explicit(&q->staged, memory_order_relaxed);
 	uint64_t delayed = atomic_load_explicit(&q->timer.held_shared, memory_order_relaxed);
 
-	return blq__taken_items(q) + (staged > delayed ? staged - delayed : 0);
+	return blq__taken_items(q) + blq__hand_items(q) +
+	       (staged > delayed ? staged - delayed : 0);
 }
 
 size_t blq_size(const blq *q)
 {
 	if (q == NULL)
 		return 0;
-	return (size_t)(blq__taken_items(q) + blq__staged(q));
+	return (size_t)(blq__taken_items(q) + blq__hand_items(q) + blq__staged(q));
 }
 
 size_t blq_capacity(const blq *q)

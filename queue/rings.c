@@ -8,7 +8,8 @@
  * empty, so one stream's backlog never idles a worker. With one stream
  * (the default) every call is a single push or pop. Workers look at the
  * timer's due ring before the rings (blq__pop_any): a due retry runs next
- * instead of behind a full queue of new items.
+ * instead of behind a full queue of new items. A worker that finds its
+ * ring deep takes a hand of items at once (blq__take_ahead, worker.c).
  */
 #include "internal.h"
 
@@ -73,6 +74,18 @@ bool blq__pop_rings(blq *q, unsigned start, blq__item *out)
 		if (blq__ring_pop(&q->rings[(start + i) % n], out))
 			return true;
 	return false;
+}
+
+unsigned blq__take_ahead(blq *q, unsigned home, blq__item *out, unsigned max)
+{
+	const blq__ring *due = atomic_load_explicit(&q->due, memory_order_acquire);
+	blq__ring *r = &q->rings[home];
+
+	/* A due retry runs next (blq__pop_any), not behind a hand of new
+	 * items; and a shallow ring is left to the other workers. */
+	if ((due != NULL && blq__ring_size(due) != 0) || blq__ring_size(r) < 2 * (uint64_t)max)
+		return 0;
+	return (unsigned)blq__ring_take(r, out, max);
 }
 
 bool blq__core_push(blq *q, const blq__item *it, unsigned *cursor)

@@ -21,6 +21,21 @@
  *   when closing, once no producer is in flight and the rings are empty.
  * - Workers block the asynchronous signals, so SIGTERM and SIGINT reach
  *   the application's own threads (seed 004: the drain runs there).
+ *
+ * Taking ahead
+ * - A worker whose ring holds at least 2 * BLQ__HAND items (and no due
+ *   retry) takes BLQ__HAND more with its item, in one CAS on the ring's
+ *   head (blq__take_ahead): the head CAS and the wake-up check (a
+ *   StoreLoad fence) are paid once per hand instead of once per item,
+ *   where two workers fight for the head line. A shallow ring is not
+ *   taken ahead from, so latency and the spread over workers are as
+ *   without it whenever the queue is not backed up.
+ * - The hand is the worker's own: it runs those items itself, in their
+ *   order, each as if just taken: a pause holds the next one until the
+ *   resume, and a Soft or Hard close abandons the rest like the items
+ *   still queued (blq__abandon). A worker told to sleep or stop, or given
+ *   up by the watchdog, runs its hand out first (at most BLQ__HAND items,
+ *   each under the watchdog as usual). blq_size counts a hand (w->hand).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -180,6 +195,14 @@ static void run_item(blq *q, blq__worker *w, blq__item *it)
 		return;
 	}
 }
+
+/* The most items a worker takes ahead (see above). */
+#define BLQ__HAND 16u
+
+typedef struct blq__hand {
+	blq__item it[BLQ__HAND];
+	unsigned n, next;
+} blq__hand;
 
 static bool forced(const blq *q)
 {
@@ -369,6 +392,46 @@ static bool next_item(blq *q, blq__worker *w, blq__item *it)
 	}
 }
 
+/* A Soft or Hard close: the items taken ahead end as if still queued. */
+static void abandon_hand(blq *q, blq__worker *w, blq__hand *h)
+{
+	while (h->next < h->n)
+		blq__abandon(q, w->cell, &h->it[h->next++]);
+	atomic_store_explicit(&w->hand, 0, memory_order_relaxed);
+}
+
+/* The next item taken ahead, if any is left. */
+static bool next_from_hand(blq *q, blq__worker *w, blq__hand *h, blq__item *it)
+{
+	if (h->next == h->n)
+		return false;
+	/* Paused: the items wait in the hand, counted in blq_size. */
+	if (paused(q)) {
+		wait_resume(q);
+		w->last_end = 0;
+	}
+	if (forced(q)) {
+		abandon_hand(q, w, h);
+		return false; /* next_item sees forced: the thread ends */
+	}
+	*it = h->it[h->next++];
+	atomic_store_explicit(&w->hand, h->n - h->next, memory_order_relaxed);
+	return true;
+}
+
+/* The next item from the queue, and a hand with it when the ring is deep. */
+static bool next_taken(blq *q, blq__worker *w, blq__hand *h, blq__item *it)
+{
+	if (!next_item(q, w, it))
+		return false;
+	h->next = 0;
+	h->n = blq__take_ahead(q, w->index % q->nrings, h->it, BLQ__HAND);
+	if (h->n != 0)
+		atomic_store_explicit(&w->hand, h->n, memory_order_relaxed);
+	after_take(q);
+	return true;
+}
+
 void *blq__worker_main(void *arg)
 {
 	blq__worker *w = arg;
@@ -383,8 +446,8 @@ void *blq__worker_main(void *arg)
 	if (m != NULL && m->worker_init != NULL)
 		m->worker_init(m->ctx, q->name, w->index);
 
-	while (next_item(q, w, &it)) {
-		after_take(q);
+	blq__hand h = {.n = 0, .next = 0};
+	while (next_from_hand(q, w, &h, &it) || next_taken(q, w, &h, &it)) {
 		/* Taken just as a pause began: hold it until the resume, so no
 		 * item starts while paused. A force close meanwhile ends it
 		 * like the items still queued. */
@@ -394,6 +457,7 @@ void *blq__worker_main(void *arg)
 			if (forced(q)) {
 				/* Taken but not run: as if still queued. */
 				blq__abandon(q, w->cell, &it);
+				abandon_hand(q, w, &h);
 				break;
 			}
 		}

@@ -192,6 +192,53 @@ static inline bool blq__ring_pop(blq__ring *r, BLQ__RING_ITEM *out)
 	}
 }
 
+/* Moves up to n (at most BLQ__RING_RESERVE_MAX) of the oldest items into
+ * out[0..] with one CAS on head: the consumers' side of a reservation.
+ * Returns how many (0: empty, or the oldest position claimed but not yet
+ * published); stops at the first position not yet published. */
+static inline uint64_t blq__ring_take(blq__ring *r, BLQ__RING_ITEM *out, uint64_t n)
+{
+	uint64_t pos = atomic_load_explicit(&r->head, memory_order_relaxed);
+
+	if (n > BLQ__RING_RESERVE_MAX)
+		n = BLQ__RING_RESERVE_MAX;
+	if (n == 0)
+		return 0;
+	for (;;) {
+		uint64_t k = 0;
+		int64_t diff = 0;
+
+		/* Acquire pairs with the producers' release in fill. */
+		while (k < n) {
+			uint64_t seq = atomic_load_explicit(&blq__ring_slot(r, pos + k)->seq,
+							    memory_order_acquire);
+
+			diff = (int64_t)(seq - (2 * (pos + k) + 1));
+			if (diff != 0)
+				break;
+			k++;
+		}
+		if (k > 0) {
+			if (atomic_compare_exchange_weak_explicit(&r->head, &pos, pos + k,
+								  memory_order_relaxed,
+								  memory_order_relaxed)) {
+				for (uint64_t j = 0; j < k; j++) {
+					blq__slot *s = blq__ring_slot(r, pos + j);
+
+					out[j] = s->item;
+					atomic_store_explicit(&s->seq, 2 * (pos + j + r->cap),
+							      memory_order_release);
+				}
+				return k;
+			}
+		} else if (diff < 0) {
+			return 0;
+		} else {
+			pos = atomic_load_explicit(&r->head, memory_order_relaxed);
+		}
+	}
+}
+
 /* Items in the ring, clamped to [0, cap]; exact only when quiescent. */
 static inline uint64_t blq__ring_size(const blq__ring *r)
 {

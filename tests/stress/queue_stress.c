@@ -14,7 +14,9 @@
  *
  * A plain program (Criterion aborts under TSan): prints its own
  * "N passed, N failed" line and exits non-zero on any failure.
- * Usage: queue_stress [rounds] [items-per-producer]
+ * Usage: queue_stress [rounds] [items-per-producer] [min-capacity]
+ * A min-capacity of 256 or more (the ctest queue_stress_deep) keeps the
+ * rings deep enough for workers to take ahead (worker.c) in every round.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -59,6 +61,7 @@ typedef struct round_ctx {
 } round_ctx;
 
 static round_ctx *g_round; /* item_free has no context argument */
+static unsigned g_min_capacity = 16;
 
 static void fail_check(round_ctx *r, const char *what, const item *it)
 {
@@ -211,7 +214,7 @@ static int run_round(unsigned round, uint64_t per)
 	g_round = r;
 
 	c.name = "stress";
-	c.capacity = 16 + rand_r(&seed) % 64;
+	c.capacity = g_min_capacity + rand_r(&seed) % (g_min_capacity < 64 ? 64 : g_min_capacity);
 	c.streams = round % 2 ? 3 : 1;
 	r->check_order = c.streams == 1;
 	c.workers = WORKERS;
@@ -284,5 +287,7 @@ static int run_round(unsigned round, uint64_t per)
 
 int main(int argc, char **argv)
 {
+	if (argc > 3 && atoi(argv[3]) > 0)
+		g_min_capacity = (unsigned)atoi(argv[3]);
 	return stress_main(argc, argv, 20, 20000, run_round);
 }
