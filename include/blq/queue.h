@@ -622,7 +622,8 @@ BLQ_API void blq_handle_release(blq_handle *h);
 
 /**
  * Items waiting (not counting those being processed), those in the timer
- * (delays, retry backoff) included.
+ * (delays, retry backoff) and those a worker took ahead from a deep queue
+ * and has not started (at most 16 per worker) included.
  * \param q the queue.
  * \return the count, a snapshot; 0 for NULL.
  */
@@ -800,7 +801,8 @@ BLQ_API int blq_free(blq *q);
  * normal rules (so a paused queue fills, then blocks or leaks). No item
  * starts while paused: a worker that was in the act of taking an item as
  * the pause began holds it (it leaves blq_size, stays in flight) and runs
- * it after the resume. Idempotent. A close ends the pause (the drain needs
+ * it after the resume; the items it took ahead with it wait in its hand,
+ * counted in blq_size, and run after it. Idempotent. A close ends the pause (the drain needs
  * the workers).
  * \param q the queue.
  * \retval 0 paused.
