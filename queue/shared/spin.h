@@ -1,7 +1,9 @@
 /*
  * How a thread waits a little before it sleeps on an event count (ec.h),
- * and when it must not: the yielding looks of every wait in blq (a worker
- * on empty rings, a producer on full ones, QoS's movers and ingress).
+ * and when it must not: the yielding looks of the waits in blq (a worker
+ * on empty rings, a batch's producer and the timer thread on full ones,
+ * QoS's movers and ingress; a single producer on full rings sleeps at once,
+ * queue/engine_rings.c says why).
  * Shared by the core and the engines. Not installed.
  *
  * Why yield at all: with more threads than cores (W1: 2 producers and 2
