@@ -23,9 +23,9 @@
  *   the application's own threads (seed 004: the drain runs there).
  *
  * Taking ahead
- * - A worker whose ring holds at least 2 * BLQ__HAND items (and no due
- *   retry) takes BLQ__HAND more with its item, in one CAS on the ring's
- *   head (blq__take_ahead): the head CAS and the wake-up check (a
+ * - A worker whose ring holds at least 2 * (BLQ__HAND + 1) items (and no
+ *   due retry) takes BLQ__HAND more with its item, in one CAS on the
+ *   ring's head (take, blq__take_ahead): the head CAS and the wake-up check (a
  *   StoreLoad fence) are paid once per hand instead of once per item,
  *   where two workers fight for the head line. A shallow ring is not
  *   taken ahead from, so latency and the spread over workers are as
@@ -199,8 +199,10 @@ static void run_item(blq *q, blq__worker *w, blq__item *it)
 /* The most items a worker takes ahead (see above). */
 #define BLQ__HAND 16u
 
+/* A take's items: it[0] is the one taken, then up to BLQ__HAND ahead
+ * (it[next..n) are those not started yet). */
 typedef struct blq__hand {
-	blq__item it[BLQ__HAND];
+	blq__item it[BLQ__HAND + 1];
 	unsigned n, next;
 } blq__hand;
 
@@ -300,25 +302,40 @@ static void wait_items(blq *q, blq__worker *w, uint32_t snap)
  * Bounded, so an idle queue's workers are asleep within microseconds.
  * A worker the balancer puts to sleep stops looking at once: items are for
  * the workers it keeps. */
-static bool spin_pop(blq *q, blq__worker *w, unsigned home, blq__item *it)
+/* One take: the next item into *it, and with it a hand when the ring is
+ * deep (one CAS for both). False: nothing to take. */
+static bool take(blq *q, blq__worker *w, unsigned home, blq__item *it, blq__hand *h)
+{
+	unsigned k = blq__take_ahead(q, home, h->it, BLQ__HAND + 1);
+
+	if (k == 0)
+		return blq__pop_any(q, home, it);
+	*it = h->it[0];
+	h->next = 1;
+	h->n = k;
+	atomic_store_explicit(&w->hand, k - 1, memory_order_relaxed);
+	return true;
+}
+
+static bool spin_pop(blq *q, blq__worker *w, unsigned home, blq__item *it, blq__hand *h)
 {
 	for (unsigned i = 0, n = blq__spin_rounds(&q->spin); i < n; i++) {
 		ck_pr_stall(); /* pause: the look costs the other hyperthread little */
-		if (blq__pop_any(q, home, it))
+		if (take(q, w, home, it, h))
 			return true;
 		if (atomic_load_explicit(&q->closed, memory_order_relaxed) ||
 		    atomic_load_explicit(&q->paused, memory_order_relaxed) ||
 		    atomic_load_explicit(&w->cmd, memory_order_relaxed) != BLQ__CMD_RUN)
 			return false;
 		blq__spin_yield(&q->spin, &n);
-		if (blq__pop_any(q, home, it))
+		if (take(q, w, home, it, h))
 			return true;
 	}
 	return false;
 }
 
 /* Takes the next item, sleeping while there is none. False: time to exit. */
-static bool next_item(blq *q, blq__worker *w, blq__item *it)
+static bool next_item(blq *q, blq__worker *w, blq__item *it, blq__hand *h)
 {
 	unsigned home = w->index % q->nrings;
 	bool slept = false, first = true;
@@ -355,15 +372,15 @@ static bool next_item(blq *q, blq__worker *w, blq__item *it)
 			wait_resume(q);
 			continue;
 		}
-		if (blq__pop_any(q, home, it))
+		if (take(q, w, home, it, h))
 			return true;
 		w->last_end = 0; /* it looks again: the next start needs its own time */
-		if (spin_pop(q, w, home, it))
+		if (spin_pop(q, w, home, it, h))
 			return true;
 		if (paused(q))
 			continue; /* paused while we looked: stop taking */
 		uint32_t snap = blq__ec_prepare(&q->items_ec);
-		if (blq__pop_any(q, home, it)) {
+		if (take(q, w, home, it, h)) {
 			blq__ec_cancel(&q->items_ec);
 			return true;
 		}
@@ -377,7 +394,7 @@ static bool next_item(blq *q, blq__worker *w, blq__item *it)
 		if (atomic_load_explicit(&q->closed, memory_order_seq_cst) &&
 		    blq__inflight(q) == 0 &&
 		    blq__staged(q) == 0) {
-			bool got = blq__pop_any(q, home, it);
+			bool got = take(q, w, home, it, h);
 
 			blq__ec_cancel(&q->items_ec);
 			return got;
@@ -422,12 +439,9 @@ static bool next_from_hand(blq *q, blq__worker *w, blq__hand *h, blq__item *it)
 /* The next item from the queue, and a hand with it when the ring is deep. */
 static bool next_taken(blq *q, blq__worker *w, blq__hand *h, blq__item *it)
 {
-	if (!next_item(q, w, it))
+	h->n = h->next = 0;
+	if (!next_item(q, w, it, h))
 		return false;
-	h->next = 0;
-	h->n = blq__take_ahead(q, w->index % q->nrings, h->it, BLQ__HAND);
-	if (h->n != 0)
-		atomic_store_explicit(&w->hand, h->n, memory_order_relaxed);
 	after_take(q);
 	return true;
 }
