@@ -7,7 +7,7 @@
  * a Soft and a Hard close; and the accounting invariant each time.
  *
  * 41 items into a ring of 64 while paused: at the resume the first take
- * finds 40 behind it, at least 2 * 16, so a hand of 16 goes with it.
+ * finds 41 in the ring, at least 2 * (16 + 1), so a hand of 16 goes with it.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
