@@ -87,6 +87,30 @@ static inline blq__slot *blq__ring_slot(const blq__ring *r, uint64_t pos)
 	return &r->slots[r->pow2 ? (pos & r->mask) : (pos % r->cap)];
 }
 
+/* How many of the n positions from pos are in one state: free for their
+ * lap (full = 0: seq == 2 * position) or full (full = 1: seq == 2 *
+ * position + 1). *diff: the first other slot's seq less the one wanted
+ * (< 0: a lap behind, > 0: pos is stale), 0 when all n are. Acquire: a
+ * free slot's last item was read out (the consumer's release), a full
+ * slot's item is written (the producer's release). */
+static inline uint64_t blq__ring_run(const blq__ring *r, uint64_t pos, uint64_t n, uint64_t full,
+				     int64_t *diff)
+{
+	uint64_t k = 0;
+
+	*diff = 0;
+	while (k < n) {
+		uint64_t seq = atomic_load_explicit(&blq__ring_slot(r, pos + k)->seq,
+						    memory_order_acquire);
+
+		*diff = (int64_t)(seq - (2 * (pos + k) + full));
+		if (*diff != 0)
+			break;
+		k++;
+	}
+	return k;
+}
+
 /* A reservation looks at this many slots at most: a lost CAS costs a
  * rescan, so a long batch competing with single pushes keeps its attempts
  * short (and takes the rest in further reservations). */
@@ -108,21 +132,10 @@ static inline uint64_t blq__ring_reserve(blq__ring *r, uint64_t n, uint64_t *fir
 		return 0;
 
 	for (;;) {
-		uint64_t k = 0;
-		int64_t diff = 0;
+		int64_t diff;
+		/* Every slot is looked at: consumers free them out of order. */
+		uint64_t k = blq__ring_run(r, pos, n, 0, &diff);
 
-		/* Acquire pairs with the consumer's release in pop: each
-		 * slot's previous item was read out before we overwrite it.
-		 * Every slot is looked at: consumers free them out of order. */
-		while (k < n) {
-			uint64_t seq = atomic_load_explicit(&blq__ring_slot(r, pos + k)->seq,
-							    memory_order_acquire);
-
-			diff = (int64_t)(seq - 2 * (pos + k));
-			if (diff != 0)
-				break;
-			k++;
-		}
 		if (k > 0) {
 			/* A free slot stays free until its position's claimer
 			 * fills it, and that claimer is whoever wins this CAS. */
@@ -205,19 +218,9 @@ static inline uint64_t blq__ring_take(blq__ring *r, BLQ__RING_ITEM *out, uint64_
 	if (n == 0)
 		return 0;
 	for (;;) {
-		uint64_t k = 0;
-		int64_t diff = 0;
+		int64_t diff;
+		uint64_t k = blq__ring_run(r, pos, n, 1, &diff);
 
-		/* Acquire pairs with the producers' release in fill. */
-		while (k < n) {
-			uint64_t seq = atomic_load_explicit(&blq__ring_slot(r, pos + k)->seq,
-							    memory_order_acquire);
-
-			diff = (int64_t)(seq - (2 * (pos + k) + 1));
-			if (diff != 0)
-				break;
-			k++;
-		}
 		if (k > 0) {
 			if (atomic_compare_exchange_weak_explicit(&r->head, &pos, pos + k,
 								  memory_order_relaxed,
