@@ -71,12 +71,12 @@ static int unblock(blq *q, bool counted, int rc)
 
 /* blq__place, and whether the wait for room takes its yielding looks
  * first (spin.h). A single blocking producer does not: it sleeps at once.
- * Measured on W1 (2 producers, 2 workers, 2 CPUs), 10 runs each: with
- * the looks 79-215 ns/item in two regimes, the slower one in half the
- * runs; without them 103-114. A worker frees room at half a ring, so the
- * sleep and its wake-up weigh once per half a ring's items. A batch's
- * producer and the timer thread keep their looks (W1-BATCH was 1.29x and
- * RETRY 1.09x slower without them). */
+ * Measured on W1 (2 producers, 2 workers, 2 CPUs), 10 runs each,
+ * alternated: with the looks 78-210 ns/item in two regimes, the slower
+ * one in half the runs; without them 76-113. A worker frees room at half
+ * a ring, so the sleep and its wake-up weigh once per half a ring's
+ * items. A batch's producer and the timer thread keep their looks
+ * (W1-BATCH was 1.29x and RETRY 1.12x slower without them). */
 static int place(blq *q, blq__cell *c, blq__item *it, enum blq__mode mode, bool looks,
 		 bool *pushed)
 {
@@ -107,10 +107,10 @@ static int place(blq *q, blq__cell *c, blq__item *it, enum blq__mode mode, bool 
 		 * sleep as if they were empty (a woken worker passes it on). */
 		if (mode == BLQ__TIMER)
 			blq__ec_notify(&q->items_ec, 1);
-		/* Slow path: a few yielding looks when `looks` (the workers are draining;
-		 * yielding hands them our CPU), then sleep until a worker frees
-		 * room or we must give up, re-checking both after announcing
-		 * ourselves. */
+		/* Slow path: with `looks`, a few yielding looks (the workers
+		 * are draining; yielding hands them our CPU); then sleep until
+		 * a worker frees room or we must give up, re-checking both
+		 * after announcing ourselves. */
 		if (looks && spin_push(q, it, mode)) {
 			*pushed = true;
 			return unblock(q, counted, 0);

@@ -295,13 +295,6 @@ static void wait_items(blq *q, blq__worker *w, uint32_t snap)
 		m->worker_wait(m->ctx, q->name, w->index, d);
 }
 
-/* Before sleeping, look again for a short while, yielding the CPU between
- * looks: a futex sleep and wake-up costs several microseconds of latency
- * (more on a VM, where an idle vCPU must be woken by the host), and with
- * more threads than cores the yield hands the CPU to a producer at once.
- * Bounded, so an idle queue's workers are asleep within microseconds.
- * A worker the balancer puts to sleep stops looking at once: items are for
- * the workers it keeps. */
 /* One take: the next item into *it, and with it a hand when the ring is
  * deep (one CAS for both). False: nothing to take. */
 static bool take(blq *q, blq__worker *w, unsigned home, blq__item *it, blq__hand *h)
@@ -317,6 +310,13 @@ static bool take(blq *q, blq__worker *w, unsigned home, blq__item *it, blq__hand
 	return true;
 }
 
+/* Before sleeping, look again for a short while, yielding the CPU between
+ * looks: a futex sleep and wake-up costs several microseconds of latency
+ * (more on a VM, where an idle vCPU must be woken by the host), and with
+ * more threads than cores the yield hands the CPU to a producer at once.
+ * Bounded, so an idle queue's workers are asleep within microseconds.
+ * A worker the balancer puts to sleep stops looking at once: items are for
+ * the workers it keeps. */
 static bool spin_pop(blq *q, blq__worker *w, unsigned home, blq__item *it, blq__hand *h)
 {
 	for (unsigned i = 0, n = blq__spin_rounds(&q->spin); i < n; i++) {
