@@ -75,8 +75,9 @@ static int unblock(blq *q, bool counted, int rc)
  * alternated: with the looks 78-210 ns/item in two regimes, the slower
  * one in half the runs; without them 76-113. A worker frees room at half
  * a ring, so the sleep and its wake-up weigh once per half a ring's
- * items. A batch's producer and the timer thread keep their looks
- * (W1-BATCH was 1.29x and RETRY 1.12x slower without them). */
+ * items. A batch's producer and the timer thread keep their looks: with
+ * a batch's producer sleeping at once too W1-BATCH was 1.29x slower, and
+ * with the timer thread too RETRY was 1.17x (1.09x as it is). */
 static int place(blq *q, blq__cell *c, blq__item *it, enum blq__mode mode, bool looks,
 		 bool *pushed)
 {
