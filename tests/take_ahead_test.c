@@ -6,8 +6,11 @@
  * on its own worker, waits out a pause, and ends like the queued items in
  * a Soft and a Hard close; and the accounting invariant each time.
  *
- * 41 items into a ring of 64 while paused: at the resume the first take
- * finds 41 in the ring, at least 2 * (16 + 1), so a hand of 16 goes with it.
+ * Deterministic: every worker first runs a blocker item that waits in a
+ * gate of its own; 41 items go into the ring of 64 meanwhile; then one
+ * blocker is let go, and its worker's next take finds 41 in the ring, at
+ * least 2 * (16 + 1), so a hand of 16 goes with item 0, which blocks. The
+ * other blocker (two workers) is let go after that.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -17,8 +20,11 @@
 
 #define N 41
 #define HAND 16 /* BLQ__HAND in worker.c */
+#define BLOCKER 1000 /* ids from here are blockers, one per worker */
 
 typedef struct wctx {
+	tu_gate hold[2];   /* blocker i waits in hold[i] */
+	_Atomic int held;  /* blockers inside their gate */
 	tu_gate gate;
 	_Atomic int first; /* the first item run blocks in the gate */
 	_Atomic uint64_t blocked_id;
@@ -36,6 +42,12 @@ static int worker(void *ctx, void *payload, blq_task *task)
 	(void)task;
 	if (it->magic != TU_MAGIC_LIVE || atomic_fetch_add(&it->taken, 1) != 0)
 		abort();
+	if (it->id >= BLOCKER) {
+		atomic_fetch_add(&w->held, 1);
+		tu_gate_pass(&w->hold[it->id - BLOCKER]);
+		tu_item_free(it);
+		return 0;
+	}
 	if (atomic_exchange(&w->first, 1) == 0) {
 		atomic_store(&w->blocked_id, it->id);
 		tu_gate_pass(&w->gate);
@@ -54,6 +66,8 @@ static wctx *wctx_new(void)
 {
 	wctx *w = calloc(1, sizeof(*w));
 
+	tu_gate_init(&w->hold[0]);
+	tu_gate_init(&w->hold[1]);
 	tu_gate_init(&w->gate);
 	pthread_mutex_init(&w->mu, NULL);
 	return w;
@@ -61,6 +75,8 @@ static wctx *wctx_new(void)
 
 static void wctx_free(wctx *w)
 {
+	tu_gate_destroy(&w->hold[0]);
+	tu_gate_destroy(&w->hold[1]);
 	tu_gate_destroy(&w->gate);
 	pthread_mutex_destroy(&w->mu);
 	free(w);
@@ -74,8 +90,9 @@ static size_t ran(wctx *w)
 	return n;
 }
 
-/* Items 0..N-1 queued while paused, then the resume; returns once the
- * first item taken is blocked in the gate. */
+/* A blocker per worker (1 or 2), items 0..N-1 queued while they hold
+ * every worker, then the blockers let go one after the other; returns once
+ * the first item taken, item 0, is blocked in the gate with its hand. */
 static blq *load(wctx *w, unsigned workers, tu_rec *dlq)
 {
 	blq_config c = {0};
@@ -91,11 +108,17 @@ static blq *load(wctx *w, unsigned workers, tu_rec *dlq)
 		c.dlq.self = dlq;
 	}
 	blq *q = must_new(&c);
-	cr_assert_eq(blq_pause(q), 0);
+	for (unsigned i = 0; i < workers; i++)
+		cr_assert_eq(blq_enqueue(q, tu_item_new(BLOCKER + i)), 0);
+	cr_assert(TU_WAIT_FOR(atomic_load(&w->held) == (int)workers, 2000),
+		  "%d of %u workers holding a blocker", atomic_load(&w->held), workers);
 	for (uint64_t i = 0; i < N; i++)
 		cr_assert_eq(blq_enqueue(q, tu_item_new(i)), 0);
-	cr_assert_eq(blq_resume(q), 0);
+	tu_gate_open(&w->hold[0]);
 	cr_assert(TU_WAIT_FOR(atomic_load(&w->first) != 0, 2000), "no item started");
+	cr_assert_eq(atomic_load(&w->blocked_id), 0, "the first item run is not item 0");
+	if (workers > 1)
+		tu_gate_open(&w->hold[1]);
 	return q;
 }
 
@@ -124,8 +147,8 @@ Test(take_ahead, a_hand_counts_in_size_and_runs_in_order_on_its_worker)
 	cr_expect_eq(ran(w), N - 1 - HAND, "an item of the hand ran on the other worker");
 	cr_expect_eq(blq_size(q), HAND, "the hand is not counted in blq_size");
 	struct blq_stats s = stats(q);
-	cr_expect_eq(s.in, N);
-	cr_expect_eq(s.processed, N - 1 - HAND);
+	cr_expect_eq(s.in, N + 2); /* and the two blockers */
+	cr_expect_eq(s.processed, N - 1 - HAND + 2);
 
 	pthread_t other = w->thread[0];
 	tu_gate_open(&w->gate);
@@ -139,7 +162,7 @@ Test(take_ahead, a_hand_counts_in_size_and_runs_in_order_on_its_worker)
 	for (size_t i = at; i < N; i++)
 		cr_expect(!pthread_equal(w->thread[i], other), "item %zu of the hand ran elsewhere", i);
 	s = stats(q);
-	cr_expect_eq(s.processed, N);
+	cr_expect_eq(s.processed, N + 2);
 	cr_expect_eq(s.size, 0);
 	cr_expect(tu_balanced(&s));
 	blq_free(q);
@@ -164,7 +187,7 @@ Test(take_ahead, a_pause_holds_the_hand)
 	cr_expect_eq(ran(w), N);
 	cr_expect(consecutive(w->order, N), "one worker ran the items out of order");
 	struct blq_stats s = stats(q);
-	cr_expect_eq(s.processed, N);
+	cr_expect_eq(s.processed, N + 1); /* and the blocker */
 	cr_expect(tu_balanced(&s));
 	blq_free(q);
 	wctx_free(w);
@@ -220,7 +243,7 @@ Test(take_ahead, a_soft_close_hands_the_hand_to_the_dlq_in_order)
 	cr_expect_eq(r->ids[0], 1);
 	cr_expect(consecutive(r->ids, N - 1), "the DLQ got the items out of order");
 	struct blq_stats s = stats(q);
-	cr_expect_eq(s.processed, 1);
+	cr_expect_eq(s.processed, 2); /* the blocker and item 0 */
 	cr_expect_eq(s.leaked_closed, N - 1);
 	cr_expect_eq(s.size, 0);
 	cr_expect(tu_balanced(&s));
@@ -244,11 +267,11 @@ Test(take_ahead, a_hard_close_frees_the_hand_as_lost)
 	cr_expect_eq(cl.rc, 0);
 	cr_expect_eq(ran(w), 1, "an item of the hand ran after a Hard close");
 	struct blq_stats s = stats(q);
-	cr_expect_eq(s.processed, 1);
+	cr_expect_eq(s.processed, 2); /* the blocker and item 0 */
 	cr_expect_eq(s.lost, N - 1);
 	cr_expect_eq(s.size, 0);
 	cr_expect(tu_balanced(&s));
-	cr_expect_eq(atomic_load(&tu_freed), N);
+	cr_expect_eq(atomic_load(&tu_freed), N + 1);
 	blq_free(q);
 	wctx_free(w);
 }
