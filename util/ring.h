@@ -116,41 +116,53 @@ static inline uint64_t blq__ring_run(const blq__ring *r, uint64_t pos, uint64_t 
  * short (and takes the rest in further reservations). */
 #define BLQ__RING_RESERVE_MAX 64u
 
-/* Claims up to n (at most BLQ__RING_RESERVE_MAX) consecutive free
- * positions at the tail with one CAS (a batch's reservation; a single push
- * is the case n = 1). Returns how many (0: full, or n is 0) and the first
- * in *first. The claimer then owns the positions until it fills each with
- * blq__ring_fill; a consumer that reaches one not yet filled finds the
- * ring "empty" there, as with a slow single push. */
-static inline uint64_t blq__ring_reserve(blq__ring *r, uint64_t n, uint64_t *first)
+/* One end's claim: up to n (at most BLQ__RING_RESERVE_MAX) consecutive
+ * positions from *end that are all free (full = 0: the tail, producers) or
+ * all full (full = 1: the head, consumers), with one CAS on *end. Returns
+ * how many (0: none in that state at *end, or n is 0) and the first in
+ * *first; the claimer then owns the positions. */
+static inline uint64_t blq__ring_claim(blq__ring *r, _Atomic uint64_t *end, uint64_t n,
+				       uint64_t full, uint64_t *first)
 {
-	uint64_t pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	uint64_t pos = atomic_load_explicit(end, memory_order_relaxed);
 
 	if (n > BLQ__RING_RESERVE_MAX)
 		n = BLQ__RING_RESERVE_MAX;
 	if (n == 0)
 		return 0;
-
 	for (;;) {
 		int64_t diff;
-		/* Every slot is looked at: consumers free them out of order. */
-		uint64_t k = blq__ring_run(r, pos, n, 0, &diff);
+		/* Every slot is looked at: the other side frees or fills
+		 * them out of order. */
+		uint64_t k = blq__ring_run(r, pos, n, full, &diff);
 
 		if (k > 0) {
-			/* A free slot stays free until its position's claimer
-			 * fills it, and that claimer is whoever wins this CAS. */
-			if (atomic_compare_exchange_weak_explicit(&r->tail, &pos, pos + k,
+			/* A slot in that state stays in it until its
+			 * position's claimer acts, and that claimer is
+			 * whoever wins this CAS. */
+			if (atomic_compare_exchange_weak_explicit(end, &pos, pos + k,
 								  memory_order_relaxed,
 								  memory_order_relaxed)) {
 				*first = pos;
 				return k;
 			}
 		} else if (diff < 0) {
-			return 0; /* the slot still holds last lap's item */
+			return 0; /* a lap behind: full (tail) or empty (head) */
 		} else {
-			pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
+			pos = atomic_load_explicit(end, memory_order_relaxed); /* stale */
 		}
 	}
+}
+
+/* Claims up to n consecutive free positions at the tail with one CAS (a
+ * batch's reservation; a single push is the case n = 1). Returns how many
+ * (0: full, or n is 0) and the first in *first. The claimer then owns the
+ * positions until it fills each with blq__ring_fill; a consumer that
+ * reaches one not yet filled finds the ring "empty" there, as with a slow
+ * single push. */
+static inline uint64_t blq__ring_reserve(blq__ring *r, uint64_t n, uint64_t *first)
+{
+	return blq__ring_claim(r, &r->tail, n, 0, first);
 }
 
 /* Fills a reserved position and publishes it to the consumers. */
@@ -174,72 +186,31 @@ static inline bool blq__ring_push(blq__ring *r, const BLQ__RING_ITEM *it)
 	return true;
 }
 
+/* Moves up to n (at most BLQ__RING_RESERVE_MAX) of the oldest items into
+ * out[0..] with one CAS on head: the consumers' side of a reservation (a
+ * single pop is the case n = 1). Returns how many (0: empty, or the oldest
+ * position claimed but not yet published); stops at the first position
+ * not yet published. */
+static inline uint64_t blq__ring_take(blq__ring *r, BLQ__RING_ITEM *out, uint64_t n)
+{
+	uint64_t pos, k = blq__ring_claim(r, &r->head, n, 1, &pos);
+
+	for (uint64_t j = 0; j < k; j++) {
+		blq__slot *s = blq__ring_slot(r, pos + j);
+
+		out[j] = s->item;
+		/* Release: the item is read out before the slot says free
+		 * for the next lap. */
+		atomic_store_explicit(&s->seq, 2 * (pos + j + r->cap), memory_order_release);
+	}
+	return k;
+}
+
 /* Moves the oldest item into *out. False when empty (or when the oldest
  * position is claimed but not yet published). */
 static inline bool blq__ring_pop(blq__ring *r, BLQ__RING_ITEM *out)
 {
-	uint64_t pos = atomic_load_explicit(&r->head, memory_order_relaxed);
-
-	for (;;) {
-		blq__slot *s = blq__ring_slot(r, pos);
-		/* Acquire pairs with the producer's release: the item is
-		 * fully written once seq says full. */
-		uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
-		int64_t diff = (int64_t)(seq - (2 * pos + 1));
-
-		if (diff == 0) {
-			if (atomic_compare_exchange_weak_explicit(&r->head, &pos, pos + 1,
-								  memory_order_relaxed,
-								  memory_order_relaxed)) {
-				*out = s->item;
-				/* Release: the item is read out before the slot
-				 * says free for the next lap. */
-				atomic_store_explicit(&s->seq, 2 * (pos + r->cap), memory_order_release);
-				return true;
-			}
-		} else if (diff < 0) {
-			return false;
-		} else {
-			pos = atomic_load_explicit(&r->head, memory_order_relaxed);
-		}
-	}
-}
-
-/* Moves up to n (at most BLQ__RING_RESERVE_MAX) of the oldest items into
- * out[0..] with one CAS on head: the consumers' side of a reservation.
- * Returns how many (0: empty, or the oldest position claimed but not yet
- * published); stops at the first position not yet published. */
-static inline uint64_t blq__ring_take(blq__ring *r, BLQ__RING_ITEM *out, uint64_t n)
-{
-	uint64_t pos = atomic_load_explicit(&r->head, memory_order_relaxed);
-
-	if (n > BLQ__RING_RESERVE_MAX)
-		n = BLQ__RING_RESERVE_MAX;
-	if (n == 0)
-		return 0;
-	for (;;) {
-		int64_t diff;
-		uint64_t k = blq__ring_run(r, pos, n, 1, &diff);
-
-		if (k > 0) {
-			if (atomic_compare_exchange_weak_explicit(&r->head, &pos, pos + k,
-								  memory_order_relaxed,
-								  memory_order_relaxed)) {
-				for (uint64_t j = 0; j < k; j++) {
-					blq__slot *s = blq__ring_slot(r, pos + j);
-
-					out[j] = s->item;
-					atomic_store_explicit(&s->seq, 2 * (pos + j + r->cap),
-							      memory_order_release);
-				}
-				return k;
-			}
-		} else if (diff < 0) {
-			return 0;
-		} else {
-			pos = atomic_load_explicit(&r->head, memory_order_relaxed);
-		}
-	}
+	return blq__ring_take(r, out, 1) == 1;
 }
 
 /* Items in the ring, clamped to [0, cap]; exact only when quiescent. */
