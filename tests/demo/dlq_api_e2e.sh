@@ -48,20 +48,6 @@ EOF
 	echo "$E2E_TMP/init.json"
 }
 
-# dlq JQ: one value of the key's DLQ summary.
-dlq() {
-	curl -sS --max-time 10 "$API/api/v1/dlq?key=$KEY" | jq -r "$1"
-}
-dlq_holds() {
-	LAST_STATUS=$(curl -sS --max-time 10 "$API/api/v1/dlq?key=$KEY")
-	jqtrue "$LAST_STATUS" "$1"
-}
-# post WHAT JSON [curl args]: POST to /api/v1/dlq/WHAT.
-post() {
-	local what=$1 json=$2
-	shift 2
-	call POST "/api/v1/dlq/$what?key=$KEY" -H 'Content-Type: application/json' --data-binary "$json" "$@"
-}
 # dead_direct: the dead store seen without the daemon: the stream's XLEN,
 # or the number of dead files.
 dead_direct() {
@@ -75,7 +61,7 @@ dead_direct() {
 # --- fill: every item fails twice and ends in the dead store -----------------
 init "$KEY" "$(body 1 1)"
 expect 200 '.message == "success"' "init $KEY (fail_rate 1, fail_to_dlq, max_restores 1)"
-wait_for 20 "$MODE: 100 records in the dead store" dlq_holds '.areas.dead.records >= 100'
+wait_for 20 "$MODE: 100 records in the dead store" dlq_holds "$KEY" '.areas.dead.records >= 100'
 call GET "/api/v1/stop?key=$KEY"
 check_final "$MODE: stop after the fill"
 DEAD1=$(jq '.final.restore.dead' <<<"$BODY")
@@ -84,22 +70,22 @@ DEAD1=$(jq '.final.restore.dead' <<<"$BODY")
 # settles what the dump still holds (once restored: processed; twice: dead).
 init "$KEY" "$(body 0 0)"
 expect 200 '.message == "success"' "init $KEY again (fail_rate 0, no producers)"
-wait_for 20 "$MODE: the dump settled" dlq_holds '.areas.dump.records == 0 and (.kind == "redis" or .areas.dump.parts == 0)'
+wait_for 20 "$MODE: the dump settled" dlq_holds "$KEY" '.areas.dump.records == 0 and (.kind == "redis" or .areas.dump.parts == 0)'
 DEAD2=$(curl -sS "$API/api/v1/stats?key=$KEY" | jq '.restore.dead')
 PROC0=$(curl -sS "$API/api/v1/stats?key=$KEY" | jq '.restore.processed')
-D=$(dlq '.areas.dead.records')
+D=$(dlq "$KEY" '.areas.dead.records')
 [ "$D" = $((DEAD1 + DEAD2)) ] || fail "dead store holds $D, the restorers sent $DEAD1 + $DEAD2"
 ok "$MODE: the dead store's $D records = the restorers' dead counters ($DEAD1 + $DEAD2)"
 if [ "$MODE" = redis ]; then
 	[ "$(dead_direct)" = "$D" ] || fail "XLEN of $REDIS_KEY:dead is $(dead_direct), the API says $D"
 	ok "redis: XLEN $REDIS_KEY:dead = $D"
-	dlq_holds '.kind == "redis" and .stream.group_exists == true and .stream.pending == 0' ||
+	dlq_holds "$KEY" '.kind == "redis" and .stream.group_exists == true and .stream.pending == 0' ||
 		fail "redis: stream summary: $LAST_STATUS"
 else
-	[ "$(dead_direct)" = "$(dlq '.areas.dead.parts')" ] || fail "fs: $(dead_direct) files, parts $(dlq '.areas.dead.parts')"
+	[ "$(dead_direct)" = "$(dlq "$KEY" '.areas.dead.parts')" ] || fail "fs: $(dead_direct) files, parts $(dlq "$KEY" '.areas.dead.parts')"
 	ok "fs: $(dead_direct) dead files = the API's parts"
 fi
-dlq_holds '.areas.dead.oldest_age_s > .areas.dead.newest_age_s and .areas.dead.newest_age_s > 0 and .redrive == null' ||
+dlq_holds "$KEY" '.areas.dead.oldest_age_s > .areas.dead.newest_age_s and .areas.dead.newest_age_s > 0 and .redrive == null' ||
 	fail "ages: $LAST_STATUS"
 
 # --- records ------------------------------------------------------------------
@@ -143,24 +129,24 @@ call GET "/api/v1/dlq/records?key=$KEY&order=up"; expect 400 '.error | test("ord
 call GET "/api/v1/dlq/records?key=$KEY&reason=bogus"; expect 400 '.error | test("reason")' "records reason=bogus"
 call GET "/api/v1/dlq?key=nokey"; expect 404 '.error | test("nokey")' "dlq of an unknown key"
 call GET "/api/v1/dlq?key="; expect 400 '.error | test("key")' "dlq without a key"
-post redrive '{"all":true,"rate":0}'; expect 400 '.error | test("rate")' "redrive rate 0"
-post redrive '{"all":true,"rate":1000000}'; expect 400 '.error | test("rate")' "redrive rate 1e6"
-post redrive '{"all":true,"rate":"fast"}'; expect 400 '.error | test("rate")' "redrive rate a string"
-post redrive '{"all":true,"area":"dump"}'; expect 400 '.error | test("area")' "redrive from the dump"
-post redrive '{"locs":["nowhere/x"]}'; expect 400 '.error | test("locs")' "redrive a bad location"
-post redrive '{"locs":["dump/x.bin#0@16"]}'; expect 400 '.error | test("not a record of that area")' "redrive a location of another area"
-post redrive '{"locs":[]}'; expect 400 '.error | test("locs")' "redrive no locations"
-post redrive '{"all":true,"locs":["dead/x.bin#0@16"]}'; expect 400 '.error | test("either")' "redrive all and locs"
-post redrive '{"all":true,"speed":3}'; expect 400 '.error | test("speed")' "redrive an unknown field"
-post redrive 'not json'; expect 400 '.error | test("body")' "redrive a body that is not JSON"
-post purge '{"area":"quarantine","all":true}'; expect 400 '.error | test("only the dead store")' "purge the quarantine"
-post purge '{"all":true,"dry_run":"yes"}'; expect 400 '.error | test("dry_run")' "purge dry_run a string"
+dlq_post redrive "$KEY" '{"all":true,"rate":0}'; expect 400 '.error | test("rate")' "redrive rate 0"
+dlq_post redrive "$KEY" '{"all":true,"rate":1000000}'; expect 400 '.error | test("rate")' "redrive rate 1e6"
+dlq_post redrive "$KEY" '{"all":true,"rate":"fast"}'; expect 400 '.error | test("rate")' "redrive rate a string"
+dlq_post redrive "$KEY" '{"all":true,"area":"dump"}'; expect 400 '.error | test("area")' "redrive from the dump"
+dlq_post redrive "$KEY" '{"locs":["nowhere/x"]}'; expect 400 '.error | test("locs")' "redrive a bad location"
+dlq_post redrive "$KEY" '{"locs":["dump/x.bin#0@16"]}'; expect 400 '.error | test("not a record of that area")' "redrive a location of another area"
+dlq_post redrive "$KEY" '{"locs":[]}'; expect 400 '.error | test("locs")' "redrive no locations"
+dlq_post redrive "$KEY" '{"all":true,"locs":["dead/x.bin#0@16"]}'; expect 400 '.error | test("either")' "redrive all and locs"
+dlq_post redrive "$KEY" '{"all":true,"speed":3}'; expect 400 '.error | test("speed")' "redrive an unknown field"
+dlq_post redrive "$KEY" 'not json'; expect 400 '.error | test("body")' "redrive a body that is not JSON"
+dlq_post purge "$KEY" '{"area":"quarantine","all":true}'; expect 400 '.error | test("only the dead store")' "purge the quarantine"
+dlq_post purge "$KEY" '{"all":true,"dry_run":"yes"}'; expect 400 '.error | test("dry_run")' "purge dry_run a string"
 call GET "/api/v1/dlq/redrive?key=$KEY"; expect 405 '.error | test("POST")' "GET redrive"
 call GET "/api/v1/dlq/download?key=$KEY&area=nope"; expect 400 '.error | test("area")' "download area=nope"
-post redrive '{"all":true}' -H 'Origin: http://evil.example'; expect 403 '.error | test("Origin")' "cross-origin redrive"
-post purge '{"all":true}' -H 'Sec-Fetch-Site: cross-site'; expect 403 '.error | test("Sec-Fetch-Site")' "cross-site purge"
-[ "$(dlq '.areas.dead.records')" = "$D" ] || fail "bad requests changed the dead store: $(dlq '.areas.dead.records') != $D"
-dlq_holds '.redrive == null' || fail "a bad request started a redrive: $LAST_STATUS"
+dlq_post redrive "$KEY" '{"all":true}' -H 'Origin: http://evil.example'; expect 403 '.error | test("Origin")' "cross-origin redrive"
+dlq_post purge "$KEY" '{"all":true}' -H 'Sec-Fetch-Site: cross-site'; expect 403 '.error | test("Sec-Fetch-Site")' "cross-site purge"
+[ "$(dlq "$KEY" '.areas.dead.records')" = "$D" ] || fail "bad requests changed the dead store: $(dlq "$KEY" '.areas.dead.records') != $D"
+dlq_holds "$KEY" '.redrive == null' || fail "a bad request started a redrive: $LAST_STATUS"
 ok "bad input and cross-site changes refused; the dead store still holds $D"
 
 # --- download ------------------------------------------------------------------
@@ -179,11 +165,11 @@ ok "download: $D JSON lines, the format's fields in order, payloads of 12 bytes"
 
 # --- redrive two ---------------------------------------------------------------
 TWO=$(jq -c '.[0:2]' <<<"$P1")
-post redrive "{\"locs\":$TWO,\"rate\":100}"
+dlq_post redrive "$KEY" "{\"locs\":$TWO,\"rate\":100}"
 expect 200 '.redrive.total == 2 and .redrive.all == false' "redrive 2 selected records"
-wait_for 10 "$MODE: the 2 redriven" dlq_holds '.redrive.state == "done" and .redrive.moved == 2'
+wait_for 10 "$MODE: the 2 redriven" dlq_holds "$KEY" '.redrive.state == "done" and .redrive.moved == 2'
 wait_for 10 "$MODE: the 2 processed" eval '[ "$(curl -sS "$API/api/v1/stats?key=$KEY" | jq ".restore.processed")" = $((PROC0 + 2)) ]'
-[ "$(dlq '.areas.dead.records')" = $((D - 2)) ] || fail "after redriving 2: $(dlq '.areas.dead.records'), want $((D - 2))"
+[ "$(dlq "$KEY" '.areas.dead.records')" = $((D - 2)) ] || fail "after redriving 2: $(dlq "$KEY" '.areas.dead.records'), want $((D - 2))"
 call GET "/api/v1/dlq/records?key=$KEY&area=dead&per_page=500"
 jq -e --argjson v "$V1" '[.records[].preview.value] as $l | all($v[0:2][]; . as $x | $l | index($x) | not)
 	and ($l | index($v[2]))' <<<"$BODY" >/dev/null ||
@@ -192,33 +178,33 @@ ok "redrive 2: gone from the dead store, processed by the queue"
 D=$((D - 2))
 
 # --- purge -----------------------------------------------------------------------
-post purge '{"all":true,"dry_run":true}'
+dlq_post purge "$KEY" '{"all":true,"dry_run":true}'
 expect 200 ".dry_run == true and .records == $D" "purge all, dry run"
-[ "$(dlq '.areas.dead.records')" = "$D" ] || fail "the dry run deleted: $(dlq '.areas.dead.records') != $D"
+[ "$(dlq "$KEY" '.areas.dead.records')" = "$D" ] || fail "the dry run deleted: $(dlq "$KEY" '.areas.dead.records') != $D"
 call GET "/api/v1/dlq/records?key=$KEY&area=dead&per_page=1&order=oldest" # fresh: a rewrite moves locations
 ONE=$(jq -c '[.records[].loc]' <<<"$BODY")
-post purge "{\"area\":\"dead\",\"locs\":$ONE}"
+dlq_post purge "$KEY" "{\"area\":\"dead\",\"locs\":$ONE}"
 expect 200 '.dry_run == false and .records == 1' "purge one record"
 D=$((D - 1))
-[ "$(dlq '.areas.dead.records')" = "$D" ] || fail "after purging 1: $(dlq '.areas.dead.records') != $D"
+[ "$(dlq "$KEY" '.areas.dead.records')" = "$D" ] || fail "after purging 1: $(dlq "$KEY" '.areas.dead.records') != $D"
 ok "purge: the dry run changed nothing, one record purged"
 
 # --- redrive at a rate -------------------------------------------------------------
 # fs: every record; redis: the oldest 80 (then the rest is purged).
 if [ "$MODE" = fs ]; then
 	N=$D
-	post redrive "{\"area\":\"dead\",\"all\":true,\"rate\":$RATE}"
+	dlq_post redrive "$KEY" "{\"area\":\"dead\",\"all\":true,\"rate\":$RATE}"
 else
 	call GET "/api/v1/dlq/records?key=$KEY&area=dead&per_page=80&order=oldest"
 	N=80
-	post redrive "{\"locs\":$(jq -c '[.records[].loc]' <<<"$BODY"),\"rate\":$RATE}"
+	dlq_post redrive "$KEY" "{\"locs\":$(jq -c '[.records[].loc]' <<<"$BODY"),\"rate\":$RATE}"
 fi
 expect 200 ".redrive.total == $N and .redrive.state == \"running\"" "redrive $N at $RATE/s"
-post redrive '{"all":true}'; expect 409 '.error | test("runs already")' "a second redrive meanwhile"
-post purge '{"all":true}'; expect 409 '.error | test("redrive runs")' "a purge meanwhile"
+dlq_post redrive "$KEY" '{"all":true}'; expect 409 '.error | test("runs already")' "a second redrive meanwhile"
+dlq_post purge "$KEY" '{"all":true}'; expect 409 '.error | test("redrive runs")' "a purge meanwhile"
 sleep 1.5
-R1=$(dlq '.redrive')
-wait_for $((N / RATE + 15)) "$MODE: the redrive done" dlq_holds '.redrive.state == "done"'
+R1=$(dlq "$KEY" '.redrive')
+wait_for $((N / RATE + 15)) "$MODE: the redrive done" dlq_holds "$KEY" '.redrive.state == "done"'
 R2=$(jq -c .redrive <<<"$LAST_STATUS")
 for r in "$R1" "$R2"; do
 	jq -e --argjson rate "$RATE" '(.moved / .elapsed_s) as $m | $m >= $rate * 0.8 and $m <= $rate * 1.2' <<<"$r" >/dev/null ||
@@ -228,15 +214,15 @@ jqtrue "$R2" ".moved == $N and .skipped == 0" || fail "redrive: $R2"
 ok "redrive: $N at $(jq -n --argjson a "$R1" '$a.moved / $a.elapsed_s * 10 | round / 10')/s after $(jq .elapsed_s <<<"$R1" | cut -c1-4) s, $(jq -n --argjson a "$R2" '$a.moved / $a.elapsed_s * 10 | round / 10')/s overall (asked $RATE)"
 wait_for 20 "$MODE: every redriven record processed" eval \
 	'[ "$(curl -sS "$API/api/v1/stats?key=$KEY" | jq ".restore.processed")" = $((PROC0 + 2 + N)) ]'
-[ "$(dlq '.areas.dead.records')" = $((D - N)) ] || fail "after the redrive: $(dlq '.areas.dead.records') != $((D - N))"
+[ "$(dlq "$KEY" '.areas.dead.records')" = $((D - N)) ] || fail "after the redrive: $(dlq "$KEY" '.areas.dead.records') != $((D - N))"
 D=$((D - N))
 if [ "$MODE" = redis ]; then
-	post purge '{"area":"dead","all":true}'
+	dlq_post purge "$KEY" '{"area":"dead","all":true}'
 	expect 200 ".records == $D" "purge all"
 	[ "$(dead_direct)" = 0 ] || fail "XLEN after purge: $(dead_direct)"
 	D=0
 fi
-[ "$(dlq '.areas.dead.records')" = 0 ] || fail "the dead store is not empty: $(dlq '.areas.dead')"
+[ "$(dlq "$KEY" '.areas.dead.records')" = 0 ] || fail "the dead store is not empty: $(dlq "$KEY" '.areas.dead')"
 ok "$MODE: the dead store is empty"
 
 call GET "/api/v1/stop?key=$KEY"

@@ -42,18 +42,6 @@ place() {
 	rm -rf "$stage"
 }
 
-dlq() {
-	curl -sS --max-time 10 "$API/api/v1/dlq?key=$1" | jq -c "$2"
-}
-dlq_holds() {
-	LAST_STATUS=$(curl -sS --max-time 10 "$API/api/v1/dlq?key=$1")
-	jqtrue "$LAST_STATUS" "$2"
-}
-post() {
-	local what=$1 key=$2 json=$3
-	shift 3
-	call POST "/api/v1/dlq/$what?key=$key" -H 'Content-Type: application/json' --data-binary "$json" "$@"
-}
 
 # --- a tiny rate: due times past 2^64 ns ------------------------------------------
 # At 1e-11 records a second the second record is due in 3,000 years: one
@@ -68,7 +56,7 @@ EOF
 init "$KEY" "$E2E_TMP/tiny.json"
 expect 200 '.message == "success"' "init $KEY"
 [ "$(dlq "$KEY" '.areas.dead.records')" = 5 ] || fail "$KEY: the dead store holds $(dlq "$KEY" '.areas.dead')"
-post redrive "$KEY" '{"all":true,"rate":1e-11}'
+dlq_post redrive "$KEY" '{"all":true,"rate":1e-11}'
 expect 200 '.redrive.total == 5' "redrive 5 at 1e-11/s"
 sleep 1
 R=$(dlq "$KEY" '.redrive')

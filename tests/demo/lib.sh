@@ -261,6 +261,25 @@ jqtrue() {
 	[ -n "$1" ] && jq -e "$2" <<<"$1" >/dev/null 2>&1
 }
 
+# dlq KEY JQ: one value of queue KEY's DLQ summary (GET /api/v1/dlq),
+# strings raw, objects on one line.
+dlq() {
+	curl -sS --max-time 10 "$API/api/v1/dlq?key=$1" | jq -rc "$2"
+}
+# dlq_holds KEY JQ: whether JQ holds on queue KEY's DLQ summary (the reply
+# is kept in LAST_STATUS, for a wait_for's message).
+dlq_holds() {
+	LAST_STATUS=$(curl -sS --max-time 10 "$API/api/v1/dlq?key=$1")
+	jqtrue "$LAST_STATUS" "$2"
+}
+# dlq_post WHAT KEY JSON [curl args]: POST JSON to /api/v1/dlq/WHAT for
+# queue KEY (the reply as call leaves it, for expect).
+dlq_post() {
+	local what=$1 key=$2 json=$3
+	shift 3
+	call POST "/api/v1/dlq/$what?key=$key" -H 'Content-Type: application/json' --data-binary "$json" "$@"
+}
+
 # check_final WHAT: the last reply is a stop's 200 with a balanced final
 # accounting: in == processed + failed + leaked + expired + lost, size 0.
 check_final() {
