@@ -223,7 +223,7 @@ int blq__ifs_check(const blq__iarea *a, const char *field, blq_error *err)
 	if (a->area == BLQ_INSPECT_QUARANTINE)
 		return 0; /* damaged files are what it is for */
 	int rc = list_files(a, &g, err);
-	size_t dumps = 0;
+	size_t dumps = 0, foreign = 0;
 	if (rc != 0 || g.gl_pathc == 0) {
 		globfree(&g);
 		return rc;
@@ -231,12 +231,18 @@ int blq__ifs_check(const blq__iarea *a, const char *field, blq_error *err)
 	for (size_t i = 0; i < g.gl_pathc && dumps == 0; i++) {
 		char magic[4];
 		int fd = open(g.gl_pathv[i], O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+		if (fd < 0 && errno == ENOENT)
+			continue; /* consumed since the listing (a restorer): no evidence */
 		if (fd >= 0 && pread(fd, magic, 4, 0) == 4 && memcmp(magic, BLQ__DUMP_MAGIC, 4) == 0)
 			dumps++;
+		else
+			foreign++;
 		if (fd >= 0)
 			close(fd);
 	}
-	if (dumps == 0)
+	/* Refused only on evidence: a file that is there and is not a dump's.
+	 * Files that all went away are a dump being emptied. */
+	if (dumps == 0 && foreign > 0)
 		rc = blq__error_set(err, BLQ_EINVAL,
 				    "%s: \"%s\": not a dump directory: none of its %zu files "
 				    "matching \"%s\" starts with \"" BLQ__DUMP_MAGIC "\"",

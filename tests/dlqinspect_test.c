@@ -852,6 +852,54 @@ Test(dlqinspect, a_dead_store_directory_is_listed_scanned_and_deleted)
 
 /* ---- bad inputs ------------------------------------------------------- */
 
+/* A restorer consumes a dump's last file while blq_inspect_open looks at
+ * the directory: the file the listing named is gone when its first bytes
+ * are read. That is a dump directory being emptied, not a directory of
+ * foreign files: the open succeeds. A churn thread publishes and removes a
+ * one-record-sized file (magic first) while the test opens 3000 times. */
+static _Atomic int churn_stop;
+
+static void *churn(void *dir)
+{
+	char path[512], tmp[512];
+
+	snprintf(path, sizeof(path), "%s/d.1.bin", (const char *)dir);
+	snprintf(tmp, sizeof(tmp), "%s/.d.tmp", (const char *)dir);
+	while (!atomic_load(&churn_stop)) {
+		int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0 || write(fd, BLQ__DUMP_MAGIC "....", 8) != 8 || close(fd) != 0)
+			abort();
+		if (rename(tmp, path) != 0 || unlink(path) != 0)
+			abort();
+	}
+	return NULL;
+}
+
+Test(dlqinspect, a_file_consumed_while_the_directory_is_checked_is_no_refusal)
+{
+	char *dir = du_tmpdir("consumed");
+	pthread_t t;
+	blq_error err = {0};
+	unsigned refused = 0;
+
+	atomic_store(&churn_stop, 0);
+	pthread_create(&t, NULL, churn, dir);
+	for (int i = 0; i < 3000; i++) {
+		blq_inspect_config c = {.directory = dir};
+		blq_inspect *in = blq_inspect_open(&c, &err);
+		if (in == NULL) {
+			if (refused++ == 0)
+				cr_log_error("refused: %s", err.msg);
+			continue;
+		}
+		blq_inspect_close(in);
+	}
+	atomic_store(&churn_stop, 1);
+	pthread_join(t, NULL);
+	cr_expect_eq(refused, 0, "%u of 3000 opens refused a dump directory being emptied", refused);
+	du_rmrf(dir);
+}
+
 Test(dlqinspect, bad_directories_are_named_and_left_alone)
 {
 	char *dir = du_tmpdir("insb");

@@ -159,7 +159,8 @@ typedef struct blq_inspect_config {
  *         neither or both of directory and key; both dead stores; a
  *         missing path, a path that is not a directory; "not a dump
  *         directory": files match `match` but none starts with the dump
- *         magic; a key of another type than a stream; Redis unreachable,
+ *         magic (a file removed while it is looked at, as a restorer
+ *         consumes it, does not count against the directory); a key of another type than a stream; Redis unreachable,
  *         the message naming host:port), BLQ_ENOTSUP (a stream without
  *         BLQ_WITH_REDIS) or BLQ_ENOMEM. The caller owns it: close it with
  *         blq_inspect_close.
