@@ -19,11 +19,13 @@
  *   makes a later futex_wait with an older snapshot return, so a wake-up
  *   issued before its sleeper blocks is caught by the snapshot, not lost.
  *   seq itself is kept as what that comparison needs (`st`, below).
- * - The ring: D. Vyukov's bounded MPMC ring (util/ring.h), CAP slots, each
- *   FREE, FILLING (claimed by a producer's CAS on tail, not yet published
- *   full), FULL, or EMPTYING (claimed by a consumer's CAS on head, not yet
- *   published free); `sz` is tail - head, what blq__ring_items and
- *   blq__taken_items read. Items carry no payload.
+ * - The ring (util/ring.h), CAP slots, each FREE, FILLING (claimed by a
+ *   producer's CAS on tail, not yet published full) or FULL; a consumer
+ *   copies the item out and then frees the slot with its CAS on head
+ *   (producers find room by the head), so a pop is one locked step. `sz`
+ *   is tail - head, what blq__ring_items and blq__taken_items read.
+ *   Items carry no payload. The producers' copy of the head (head_seen)
+ *   is left out: it can only make a push look again at the head itself.
  * - Weak memory (x86-TSO), where it matters: the protocol's one plain
  *   store is a ring's publication (the release store of the slot's
  *   sequence after the CAS). It sits in its thread's store buffer (`sb`)
@@ -43,8 +45,9 @@
  *   remain than the one it takes (sz > 1): notify(items, 1), the pass-on; the balancer's command STOP:
  *   notify(items, 1), leave; pop; prepare(items); re-check pop (cancel on
  *   success); closed: cancel, leave; command not RUN: cancel, look again;
- *   wait. After a take, the half-drain wake of producers: fence, load of
- *   space.waiters, sz <= CAP/2, claim(space), wake_slow(space, all). At
+ *   wait. After a take, the half-drain wake of producers: load of
+ *   space.waiters (the take's CAS on head was the barrier: no fence), sz
+ *   <= CAP/2, claim(space), wake_slow(space, all). At
  *   exit, blq__worker_main's notify(items, 1).
  * - The balancer (unless -DNOSTOP; needs NW >= 2): once, at any moment,
  *   tells the first worker to stop: cmd = STOP, notify(items, all)
@@ -66,8 +69,11 @@
  * slot is not yet published (docs/model-check.md), not a lost wake-up.
  *
  * Broken variants (spin -DNAME), each must give an error trail:
- *   NO_FENCE          no fence in blq__ec_publish_then_waiters (notify,
- *                     after_take): a producer sleeps on space for good
+ *   NO_TAKE_BARRIER   the take's freeing of its slot not a barrier before
+ *                     after_take's load of space.waiters (modelled as the
+ *                     ring before 2026-11-26 was: the free a buffered
+ *                     store, EMPTYING until it drains): a producer sleeps
+ *                     on space for good
  *   NO_HANDOFF_FENCE  blq__handoff's locked add not a barrier: workers
  *                     sleep for good over a published item
  *   NO_ACK            no acknowledgement in blq__ec_prepare
@@ -76,6 +82,11 @@
  *   NO_ACK_WAIT       no acknowledgement when a wait returns or is
  *                     cancelled
  *   ALL_DEFERS        notify(n = 0) defers to pending like a wake-one
+ *   NO_FENCE          no fence in blq__ec_notify: in this model no
+ *                     notifier publishes through a plain store first (the
+ *                     pop is a CAS, the producers' barrier is
+ *                     blq__handoff's add); the code's retry and timer
+ *                     paths, left out here, do, and keep the fence
  *
  * Sizes: NP producers (1..2), NW workers (1..3), K items per producer,
  * CAP ring slots (1..2). The defaults are one of model_check.sh's runs.
@@ -145,7 +156,7 @@ bit closed;
 bit stopcmd;			/* the first worker's command is STOP */
 
 /* The publication of slot s reaches memory: FILLING -> FULL, EMPTYING ->
- * FREE. */
+ * FREE (EMPTYING: NO_TAKE_BARRIER only). */
 #define DRAIN(s) slot[s] = (slot[s] + 1) % 4; sb[s] = 0
 
 /* x86: a locked instruction (and mfence) drains the thread's own store
@@ -217,8 +228,10 @@ inline push(ok)
 	}
 }
 
-/* blq__ring_pop: the slot at head full -> CAS head; the free publication
- * goes into the store buffer. `last`: this take was the N-th. */
+/* blq__ring_take of one: the slot at head full -> (copy out) CAS head,
+ * which frees the slot. NO_TAKE_BARRIER: the free goes into the store
+ * buffer instead, as if the CAS were no barrier. `last`: this take was
+ * the N-th. */
 inline pop(ok)
 {
 	atomic {
@@ -226,8 +239,12 @@ inline pop(ok)
 		if
 		:: slot[head] == FULL ->
 			flush();
+#ifdef NO_TAKE_BARRIER
 			slot[head] = EMPTYING;
 			sb[head] = me + 1;
+#else
+			slot[head] = FREE;
+#endif
 			head = (head + 1) % CAP;
 			sz--;
 			consumed++;
@@ -486,8 +503,9 @@ taken:
 progress_take:			/* for pan -l (non-progress cycles), see the doc */
 	took = 0;
 	slept = 0;		/* next_item returned */
-	/* after_take: fence, space.waiters, ring at half, claim, wake all. */
-	atomic { FENCE; ok = (waiters[SPACE] != 0) };
+	/* after_take: space.waiters (after the take's CAS: no fence), ring
+	 * at half, claim, wake all. */
+	atomic { ok = (waiters[SPACE] != 0) };
 	if
 	:: ok ->
 		if

@@ -73,14 +73,6 @@ static bool ending(const struct blq__qos *s)
 	       atomic_load_explicit(s->port.forced, memory_order_acquire);
 }
 
-/* The StoreLoad barrier before reading a waiters count (ec.h): one fence
- * for all of a flush's reads; under TSan each read is the RMW form. */
-#ifdef BLQ__TSAN
-#define WAITERS(ec) blq__ec_publish_then_waiters(ec)
-#else
-#define WAITERS(ec) atomic_load_explicit(&(ec)->waiters, memory_order_relaxed)
-#endif
-
 static void flush(blq__mover *m)
 {
 	struct blq__qos *s = m->s;
@@ -94,11 +86,11 @@ static void flush(blq__mover *m)
 	for (unsigned i = 0; i < s->n; i++) {
 		blq__subq *sq = &s->subqs[i];
 
-		if (WAITERS(&sq->space) != 0 && blq__ring_size(&sq->ring) <= sq->ring.cap / 2 &&
-		    blq__ec_claim(&sq->space))
+		if (blq__ec_waiters_after_rmw(&sq->space) != 0 &&
+		    blq__ring_size(&sq->ring) <= sq->ring.cap / 2 && blq__ec_claim(&sq->space))
 			blq__ec_wake_slow(&sq->space, 0);
 	}
-	if (WAITERS(s->port.idle) != 0)
+	if (blq__ec_waiters_after_rmw(s->port.idle) != 0)
 		blq__ec_wake_slow(s->port.idle, 0);
 }
 

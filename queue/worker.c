@@ -58,9 +58,11 @@ bool blq__is_own_worker(const blq *q)
 
 static void after_take(blq *q)
 {
-	/* StoreLoad: the slot we freed (a release store) must be visible
-	 * before we read the producers' waiters count (ec.h). */
-	if (blq__ec_publish_then_waiters(&q->space_ec) != 0 &&
+	/* StoreLoad: the slots we freed must be visible before we read the
+	 * producers' waiters count (ec.h). The take's CAS on the ring's head
+	 * freed them, and it is a seq_cst read-modify-write (util/ring.h):
+	 * the barrier, as blq__handoff's add is the producers'. */
+	if (blq__ec_waiters_after_rmw(&q->space_ec) != 0 &&
 	    blq__ring_items(q) <= q->ring_cap / 2 && blq__ec_claim(&q->space_ec))
 		blq__ec_wake_slow(&q->space_ec, 0);
 }

@@ -49,7 +49,7 @@ sizes=("-DNP=1 -DNW=2 -DK=2 -DCAP=1"
 	"-DNP=1 -DNW=2 -DK=3 -DCAP=2"
 	"-DNP=1 -DNW=3 -DK=1 -DCAP=1 -DNOSTOP")
 # The broken variants, checked in the first size.
-broken=(NO_FENCE NO_HANDOFF_FENCE NO_ACK ACK_BEFORE_SNAP)
+broken=(NO_TAKE_BARRIER NO_HANDOFF_FENCE NO_ACK ACK_BEFORE_SNAP)
 
 # Runs one search: spin -a, gcc (-O2; -O0 for the broken variants, whose
 # searches are tiny: compiling pan.c at -O2 takes longer than they do),

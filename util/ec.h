@@ -127,6 +127,23 @@ static inline uint32_t blq__ec_publish_then_waiters(blq__ec *ec)
 #endif
 }
 
+/* The waiters count, read right after the caller published its change
+ * with a seq_cst read-modify-write (a ring's CAS, a count's add): on x86
+ * that locked instruction is the StoreLoad barrier, so no fence; elsewhere
+ * a seq_cst RMW need not be one, so a fence; under TSan the RMW form of
+ * blq__ec_publish_then_waiters. */
+static inline uint32_t blq__ec_waiters_after_rmw(blq__ec *ec)
+{
+#ifdef BLQ__TSAN
+	return atomic_fetch_add_explicit(&ec->waiters, 0, memory_order_seq_cst);
+#else
+#if !defined(__x86_64__) && !defined(__i386__)
+	atomic_thread_fence(memory_order_seq_cst);
+#endif
+	return atomic_load_explicit(&ec->waiters, memory_order_relaxed);
+#endif
+}
+
 /* Claims the right to issue the wake-up: false when one is pending. */
 static inline int blq__ec_claim(blq__ec *ec)
 {

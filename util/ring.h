@@ -1,19 +1,32 @@
 /*
  * Bounded MPMC ring of items held by value, one sequence number per slot
- * (D. Vyukov's bounded queue). Exact capacity: the index is pos % cap, with
- * a mask when cap is a power of two.
+ * (after D. Vyukov's bounded queue). Exact capacity: the index is pos %
+ * cap, with a mask when cap is a power of two.
  *
- * Slot i's sequence says what the slot holds for a given lap:
- *   seq == 2*pos           free, the producer that claims position pos may fill it;
- *   seq == 2*pos + 1       full, the consumer that claims position pos may take it;
- *   seq == 2*(pos + cap)   free again, for the producer of the next lap.
- * The factor 2 keeps "full for pos" and "free for pos + cap" apart even
- * when cap is 1 (Vyukov's original pos / pos+1 / pos+cap encoding makes
- * them equal there, and a producer would overwrite a full slot).
- * Producers claim a position with a CAS on tail, consumers on head. A thread
- * preempted between claiming and publishing delays only its own slot, never
- * the other producers (unlike ck_ring's MPMC mode, which commits in order).
- * Positions are 64-bit and never wrap in practice.
+ * Producers claim positions with a CAS on tail, as far as the room allows
+ * (cap less tail - head), and publish each by storing seq = 2*pos + 1 in
+ * its slot (release). Consumers look for seq == 2*pos + 1 from the head,
+ * copy those items out and then claim them with a CAS on head: that CAS
+ * is what frees their slots for the next lap, so consumers never write a
+ * slot. A copy whose CAS is lost is dropped (another consumer took those
+ * items, and a producer may already be refilling the slots: the words
+ * are relaxed atomics, so that read is no data race).
+ *
+ * Why not Vyukov's own protocol, where the consumer claims first and then
+ * writes the slot free: a slot's line then crosses cores four times a lap
+ * (producer reads, writes; consumer reads, writes) instead of twice, the
+ * consumer's fence before its wake-up check waits for those writes, and a
+ * consumer preempted between its claim and its write holds up the
+ * producer that needs the slot next. Measured: docs/benchmarks.md.
+ * The factor 2 in the sequence keeps a slot's initial 2*i (nothing yet)
+ * apart from "full for position i" (2*i + 1) at every capacity.
+ * A producer preempted between claiming and publishing delays only its
+ * own slot, never the other producers (unlike ck_ring's MPMC mode, which
+ * commits in order); consumers reaching it find the ring "empty" there.
+ * Producers read the head through head_seen, a copy on the tail's line,
+ * and read the head itself (whose line the consumers write on every
+ * take) only when the copy says full. Positions are 64-bit and never wrap
+ * in practice.
  *
  * Typed, by value, without knowing the type: the includer defines
  * BLQ__RING_ITEM (the element type) before including this header, once
@@ -36,20 +49,45 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <blq/error.h>
 
 #include "cacheline.h"
 
+/* The item as words: a consumer may read a slot while a producer refills
+ * it (its copy is then dropped, blq__ring_take), so both copy it with
+ * relaxed atomic loads and stores, which compile to plain moves. */
+#define BLQ__RING_WORDS ((sizeof(BLQ__RING_ITEM) + 7) / 8)
+
 /* One cache line per slot: a producer filling slot i+1 does not steal the
  * line a consumer reads slot i from. */
 typedef struct blq__slot {
 	alignas(BLQ__CACHELINE) _Atomic uint64_t seq;
-	BLQ__RING_ITEM item;
+	_Atomic uint64_t item[BLQ__RING_WORDS];
 } blq__slot;
+
+static inline void blq__slot_write(blq__slot *s, const BLQ__RING_ITEM *it)
+{
+	uint64_t w[BLQ__RING_WORDS] = {0};
+
+	memcpy(w, it, sizeof(*it));
+	for (size_t i = 0; i < BLQ__RING_WORDS; i++)
+		atomic_store_explicit(&s->item[i], w[i], memory_order_relaxed);
+}
+
+static inline void blq__slot_read(const blq__slot *s, BLQ__RING_ITEM *it)
+{
+	uint64_t w[BLQ__RING_WORDS];
+
+	for (size_t i = 0; i < BLQ__RING_WORDS; i++)
+		w[i] = atomic_load_explicit(&s->item[i], memory_order_relaxed);
+	memcpy(it, w, sizeof(*it));
+}
 
 typedef struct blq__ring {
 	alignas(BLQ__CACHELINE) _Atomic uint64_t tail; /* next position to fill */
+	_Atomic uint64_t head_seen; /* the producers' last look at head */
 	alignas(BLQ__CACHELINE) _Atomic uint64_t head; /* next position to take */
 	alignas(BLQ__CACHELINE) uint64_t cap;
 	uint64_t mask;     /* cap - 1 when cap is a power of two */
@@ -71,6 +109,7 @@ static inline int blq__ring_init(blq__ring *r, uint64_t cap)
 	for (uint64_t i = 0; i < cap; i++)
 		atomic_init(&r->slots[i].seq, 2 * i);
 	atomic_init(&r->head, 0);
+	atomic_init(&r->head_seen, 0);
 	atomic_init(&r->tail, 0);
 	return 0;
 }
@@ -110,14 +149,12 @@ static inline blq__slot *blq__ring_next(blq__ring_cursor *c)
 	return s;
 }
 
-/* How many of the n positions from pos are in one state: free for their
- * lap (full = 0: seq == 2 * position) or full (full = 1: seq == 2 *
- * position + 1). *diff: the first other slot's seq less the one wanted
- * (< 0: a lap behind, > 0: pos is stale), 0 when all n are. Acquire: a
- * free slot's last item was read out (the consumer's release), a full
- * slot's item is written (the producer's release). */
-static inline uint64_t blq__ring_run(const blq__ring *r, uint64_t pos, uint64_t n, uint64_t full,
-				     int64_t *diff)
+/* How many of the n positions from pos hold their published item (seq ==
+ * 2 * position + 1). *diff: the first other slot's seq less the one
+ * wanted (< 0: not yet published for that position, > 0: a later lap, so
+ * pos is stale), 0 when all n do. Acquire: each item is written (the
+ * producer's release). */
+static inline uint64_t blq__ring_run(const blq__ring *r, uint64_t pos, uint64_t n, int64_t *diff)
 {
 	blq__ring_cursor c = blq__ring_at(r, pos);
 	uint64_t k = 0;
@@ -126,7 +163,7 @@ static inline uint64_t blq__ring_run(const blq__ring *r, uint64_t pos, uint64_t 
 	while (k < n) {
 		uint64_t seq = atomic_load_explicit(&blq__ring_next(&c)->seq, memory_order_acquire);
 
-		*diff = (int64_t)(seq - (2 * (pos + k) + full));
+		*diff = (int64_t)(seq - (2 * (pos + k) + 1));
 		if (*diff != 0)
 			break;
 		k++;
@@ -134,66 +171,77 @@ static inline uint64_t blq__ring_run(const blq__ring *r, uint64_t pos, uint64_t 
 	return k;
 }
 
-/* A reservation looks at this many slots at most: a lost CAS costs a
- * rescan, so a long batch competing with single pushes keeps its attempts
- * short (and takes the rest in further reservations). */
+/* A reservation takes this many positions at most, and a take this many
+ * items: a lost CAS costs a rescan (a take's: a copy), so a long batch
+ * competing with single pushes keeps its attempts short (and takes the
+ * rest in further reservations). */
 #define BLQ__RING_RESERVE_MAX 64u
 
-/* One end's claim: up to n (at most BLQ__RING_RESERVE_MAX) consecutive
- * positions from *end that are all free (full = 0: the tail, producers) or
- * all full (full = 1: the head, consumers), with one CAS on *end. Returns
- * how many (0: none in that state at *end, or n is 0) and the first in
- * *first; the claimer then owns the positions. */
-static inline uint64_t blq__ring_claim(blq__ring *r, _Atomic uint64_t *end, uint64_t n,
-				       uint64_t full, uint64_t *first)
+/* Room for positions from pos on: cap less the positions between the head
+ * and pos, by the producers' copy of the head first and the head itself
+ * when that copy says full. Acquire on both: the consumers' reads of the
+ * slots they took happen before we refill them (the head's CAS is their
+ * release; head_seen's store passes it on). */
+static inline uint64_t blq__ring_room(blq__ring *r, uint64_t pos)
 {
-	uint64_t pos = atomic_load_explicit(end, memory_order_relaxed);
+	uint64_t seen = atomic_load_explicit(&r->head_seen, memory_order_acquire);
+
+	if (pos - seen < r->cap) /* a stale pos below seen wraps: no room */
+		return r->cap - (pos - seen);
+	/* seq_cst: a producer about to sleep on a full ring (ec.h) re-checks
+	 * after announcing itself; this load must not pass that announcement
+	 * (the consumers' seq_cst CAS then their load of waiters is the
+	 * other half). */
+	uint64_t head = atomic_load_explicit(&r->head, memory_order_seq_cst);
+
+	if (head != seen)
+		atomic_store_explicit(&r->head_seen, head, memory_order_release);
+	return pos - head < r->cap ? r->cap - (pos - head) : 0;
+}
+
+/* Claims up to n (at most BLQ__RING_RESERVE_MAX) consecutive positions at
+ * the tail with one CAS (a batch's reservation; a single push is the case
+ * n = 1). Returns how many (0: full, or n is 0) and the first in *first.
+ * The claimer then owns the positions until it fills each with
+ * blq__ring_fill (walking their slots with a cursor from blq__ring_at); a
+ * consumer that reaches one not yet filled finds the ring "empty" there,
+ * as with a slow single push. */
+static inline uint64_t blq__ring_reserve(blq__ring *r, uint64_t n, uint64_t *first)
+{
+	uint64_t pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
 
 	if (n > BLQ__RING_RESERVE_MAX)
 		n = BLQ__RING_RESERVE_MAX;
 	if (n == 0)
 		return 0;
 	for (;;) {
-		int64_t diff;
-		/* Every slot is looked at: the other side frees or fills
-		 * them out of order. */
-		uint64_t k = blq__ring_run(r, pos, n, full, &diff);
+		uint64_t room = blq__ring_room(r, pos);
 
-		if (k > 0) {
-			/* A slot in that state stays in it until its
-			 * position's claimer acts, and that claimer is
-			 * whoever wins this CAS. */
-			if (atomic_compare_exchange_weak_explicit(end, &pos, pos + k,
-								  memory_order_relaxed,
-								  memory_order_relaxed)) {
-				*first = pos;
-				return k;
-			}
-		} else if (diff < 0) {
-			return 0; /* a lap behind: full (tail) or empty (head) */
-		} else {
-			pos = atomic_load_explicit(end, memory_order_relaxed); /* stale */
+		if (room == 0) {
+			/* Full, or pos is stale: the head may have passed
+			 * it. Decide on a fresh tail. */
+			uint64_t now = atomic_load_explicit(&r->tail, memory_order_relaxed);
+
+			if (now == pos)
+				return 0;
+			pos = now;
+			continue;
+		}
+		uint64_t k = n < room ? n : room;
+
+		if (atomic_compare_exchange_weak_explicit(&r->tail, &pos, pos + k,
+							  memory_order_relaxed, memory_order_relaxed)) {
+			*first = pos;
+			return k;
 		}
 	}
-}
-
-/* Claims up to n consecutive free positions at the tail with one CAS (a
- * batch's reservation; a single push is the case n = 1). Returns how many
- * (0: full, or n is 0) and the first in *first. The claimer then owns the
- * positions until it fills each with blq__ring_fill (walking their slots
- * with a cursor from blq__ring_at); a consumer that
- * reaches one not yet filled finds the ring "empty" there, as with a slow
- * single push. */
-static inline uint64_t blq__ring_reserve(blq__ring *r, uint64_t n, uint64_t *first)
-{
-	return blq__ring_claim(r, &r->tail, n, 0, first);
 }
 
 /* Fills reserved position pos, whose slot is s (a cursor's), and
  * publishes it to the consumers. */
 static inline void blq__ring_fill(blq__slot *s, uint64_t pos, const BLQ__RING_ITEM *it)
 {
-	s->item = *it;
+	blq__slot_write(s, it);
 	/* Release: the item is written before the slot says full. */
 	atomic_store_explicit(&s->seq, 2 * pos + 1, memory_order_release);
 }
@@ -211,26 +259,49 @@ static inline bool blq__ring_push(blq__ring *r, const BLQ__RING_ITEM *it)
 }
 
 /* Moves up to n (at most BLQ__RING_RESERVE_MAX) of the oldest items into
- * out[0..] with one CAS on head: the consumers' side of a reservation (a
- * single pop is the case n = 1). Returns how many (0: empty, or the oldest
- * position claimed but not yet published); stops at the first position
- * not yet published. */
+ * out[0..] with one CAS on head (a single pop is the case n = 1). Returns
+ * how many (0: empty, or the oldest position claimed but not yet
+ * published); stops at the first position not yet published.
+ * The items are copied out before the CAS, and the CAS is what frees
+ * their slots: a producer refills a slot only once it has seen the head
+ * past it. A lost CAS means another consumer took them first (the copy is
+ * dropped, and may have been torn by a refill: never used). */
 static inline uint64_t blq__ring_take(blq__ring *r, BLQ__RING_ITEM *out, uint64_t n)
 {
-	uint64_t pos, k = blq__ring_claim(r, &r->head, n, 1, &pos);
+	uint64_t pos = atomic_load_explicit(&r->head, memory_order_relaxed);
 
-	if (k == 0)
+	if (n > BLQ__RING_RESERVE_MAX)
+		n = BLQ__RING_RESERVE_MAX;
+	if (n == 0)
 		return 0;
-	blq__ring_cursor c = blq__ring_at(r, pos);
-	for (uint64_t j = 0; j < k; j++) {
-		blq__slot *s = blq__ring_next(&c);
+	for (;;) {
+		int64_t diff;
+		uint64_t k = blq__ring_run(r, pos, n, &diff);
 
-		out[j] = s->item;
-		/* Release: the item is read out before the slot says free
-		 * for the next lap. */
-		atomic_store_explicit(&s->seq, 2 * (pos + j + c.cap), memory_order_release);
+		if (k == 0) {
+			if (diff < 0)
+				return 0; /* empty, or the oldest not yet published */
+			/* A later lap's item: the head has passed pos. (Were it
+			 * still at pos, the slot would have been refilled
+			 * before its item was taken: never in a sound ring,
+			 * and no reason to spin.) */
+			uint64_t now = atomic_load_explicit(&r->head, memory_order_relaxed);
+
+			if (now == pos)
+				return 0;
+			pos = now;
+			continue;
+		}
+		blq__ring_cursor c = blq__ring_at(r, pos);
+		for (uint64_t j = 0; j < k; j++)
+			blq__slot_read(blq__ring_next(&c), &out[j]);
+		/* seq_cst: frees the slots (release: our reads of them come
+		 * first) and is the StoreLoad barrier before a waker reads the
+		 * producers' waiters (ec.h). */
+		if (atomic_compare_exchange_weak_explicit(&r->head, &pos, pos + k,
+							  memory_order_seq_cst, memory_order_relaxed))
+			return k;
 	}
-	return k;
 }
 
 /* Moves the oldest item into *out. False when empty (or when the oldest

@@ -193,27 +193,16 @@ void blq__wake_all(blq *q);
  * closing, so that draining workers and the closer look again.
  * The seq_cst read-modify-write comes after the pushes and is the
  * StoreLoad barrier the event count needs before its waiters are read
- * (ec.h): a worker that reads the count after it finds the items, and a
- * sleeper that announced itself before is woken. Under ThreadSanitizer,
- * which does not model that, the wake uses the RMW form (blq__ec_notify).
+ * (ec.h, blq__ec_waiters_after_rmw): a worker that reads the count after
+ * it finds the items, and a sleeper that announced itself before is
+ * woken.
  */
 static inline void blq__handoff(const blq__port *p, _Atomic uint64_t *count, uint64_t delta,
 				blq__ec *ec)
 {
 	atomic_fetch_add_explicit(count, delta, memory_order_seq_cst);
-#if !defined(__x86_64__) && !defined(__i386__)
-	/* Elsewhere a seq_cst RMW need not be a full barrier. */
-	atomic_thread_fence(memory_order_seq_cst);
-#endif
-	if (ec != NULL) {
-#ifdef BLQ__TSAN
-		blq__ec_notify(ec, 1);
-#else
-		if (atomic_load_explicit(&ec->waiters, memory_order_relaxed) != 0 &&
-		    blq__ec_claim(ec))
-			blq__ec_wake_slow(ec, 1);
-#endif
-	}
+	if (ec != NULL && blq__ec_waiters_after_rmw(ec) != 0 && blq__ec_claim(ec))
+		blq__ec_wake_slow(ec, 1);
 	if (atomic_load_explicit(p->closed, memory_order_seq_cst))
 		blq__wake_all(p->q);
 }
