@@ -32,7 +32,9 @@
  *   by the next reader made (or an idle next()): a checkpoint whose file is
  *   gone is swept under an exclusive flock on the directory, while a claim
  *   writes its first checkpoint under a shared one, so a file that appears
- *   meanwhile never loses one. release() syncs the marks and closes the
+ *   meanwhile never loses one. A half-written checkpoint (killed between
+ *   its write and its rename) is swept too, once nobody holds its file.
+ *   release() syncs the marks and closes the
  *   file (a later next() hands it out again: at least once).
  */
 #include <errno.h>
@@ -164,30 +166,59 @@ int blq__fs_read_all(int fd, size_t size, unsigned char **buf, size_t *len)
 	return 0;
 }
 
-/* Removes the checkpoints whose dump file is gone: left by a process
- * killed in fs_commit between its two unlinks. Under an exclusive lock on
- * the directory (load_progress takes a shared one), so a checkpoint just
+/* A half-written checkpoint (".<name>.ckpt.tmp", blq__ckpt_store) is
+ * stale when nobody holds its dump file: every checkpoint store runs
+ * under the claim's exclusive flock on that file, and a claim taken by a
+ * process that died is released with it. Removed while we hold that lock
+ * ourselves, so nobody claims the file meanwhile; kept while a claimant
+ * holds it (it may be writing the tmp now). */
+static void sweep_tmp(const char *tmp, const char *data)
+{
+	int fd = open(data, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+
+	if (fd < 0) {
+		if (errno == ENOENT)
+			unlink(tmp);
+		return;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		unlink(tmp);
+	close(fd);
+}
+
+/* Removes what a killed process left beside the dump files: checkpoints
+ * whose dump file is gone (a kill in fs_commit between its two unlinks),
+ * and half-written checkpoints (a kill in blq__ckpt_store between its
+ * write and its rename: sweep_tmp). Under an exclusive lock on the
+ * directory (load_progress takes a shared one), so a checkpoint just
  * written for a new file of that name is never removed. */
 static void sweep_orphans(fs_reader *r, bool wait)
 {
+	static const char *const kinds[] = {".ckpt", ".ckpt.tmp"};
 	char pattern[PATH_MAX + 16], data[PATH_MAX + 256], name[256];
 	struct stat st;
 	glob_t g;
 
-	snprintf(pattern, sizeof(pattern), "%s/.*.ckpt", r->dir);
 	if (flock(r->dirfd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0)
 		return;
-	if (glob(pattern, 0, NULL, &g) == 0) {
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		size_t suffix = strlen(kinds[k]);
+
+		snprintf(pattern, sizeof(pattern), "%s/.*%s", r->dir, kinds[k]);
+		if (glob(pattern, 0, NULL, &g) != 0)
+			continue;
 		for (size_t i = 0; i < g.gl_pathc; i++) {
 			const char *p = g.gl_pathv[i], *base = strrchr(p, '/') + 1;
-			size_t n = strlen(base); /* ".<name>.ckpt" */
-			if (n <= 6 || n - 6 >= sizeof(name))
+			size_t n = strlen(base); /* "." <name> kinds[k] */
+			if (n <= 1 + suffix || n - 1 - suffix >= sizeof(name))
 				continue;
-			snprintf(name, sizeof(name), "%.*s", (int)(n - 6), base + 1);
+			snprintf(name, sizeof(name), "%.*s", (int)(n - 1 - suffix), base + 1);
 			if (fnmatch(r->match, name, FNM_PERIOD) != 0)
 				continue;
 			snprintf(data, sizeof(data), "%.*s%s", (int)(base - p), p, name);
-			if (lstat(data, &st) != 0 && errno == ENOENT)
+			if (k == 1)
+				sweep_tmp(p, data);
+			else if (lstat(data, &st) != 0 && errno == ENOENT)
 				unlink(p);
 		}
 		globfree(&g);

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <sys/mount.h>
+#include <sys/file.h>
 
 #include "../dlq/crc32c.h"
 #include "../dlq/dump_format.h"
@@ -1706,6 +1707,46 @@ Test(dlqdump, an_orphan_checkpoint_is_swept_by_the_next_reader)
 	cr_expect_eq(du_count(dir, ".gone.bin.ckpt"), 0, "the orphan is gone");
 	cr_expect_eq(du_count(dir, ".kept.bin.ckpt"), 1, "its file is there: kept");
 	cr_expect_eq(du_count(dir, ".other.txt.ckpt"), 1, "not a checkpoint of *.bin: kept");
+	blq_dump_reader_free(rd);
+	du_rmrf(dir);
+}
+
+/* A restorer killed while it wrote a checkpoint (between the write of
+ * ".<name>.ckpt.tmp" and its rename) leaves the tmp: the next reader made
+ * removes it once nobody holds its dump file, or when the file is gone,
+ * and keeps it while a claimant holds the file (it may be writing it). */
+Test(dlqdump, a_half_written_checkpoint_is_swept_once_nobody_holds_its_file)
+{
+	char *dir = du_tmpdir("orphantmp");
+	char path[512];
+	const char *files[] = {".gone.bin.ckpt.tmp", "free.bin", ".free.bin.ckpt.tmp",
+			       "held.bin", ".held.bin.ckpt.tmp", ".other.txt.ckpt.tmp"};
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		int fd = open(path, O_CREAT | O_WRONLY, 0644);
+		cr_assert(fd >= 0, "%s", path);
+		close(fd);
+	}
+	/* A claimant's lock on held.bin, as the reader's claim takes it. */
+	snprintf(path, sizeof(path), "%s/held.bin", dir);
+	int held = open(path, O_RDONLY);
+	cr_assert(held >= 0 && flock(held, LOCK_EX | LOCK_NB) == 0);
+	blq_error err;
+	blq_dump_reader *rd = blq_dump_fs_reader_new(&(blq_dump_fs_config){.directory = dir}, &err);
+	cr_assert_not_null(rd, "%s", err.msg);
+	cr_expect_eq(du_count(dir, ".gone.bin.ckpt.tmp"), 0, "its file is gone: removed");
+	cr_expect_eq(du_count(dir, ".free.bin.ckpt.tmp"), 0, "nobody holds its file: removed");
+	cr_expect_eq(du_count(dir, ".held.bin.ckpt.tmp"), 1, "its file is held: kept");
+	cr_expect_eq(du_count(dir, ".other.txt.ckpt.tmp"), 1, "not of *.bin: kept");
+	cr_expect_eq(du_count(dir, "free.bin") + du_count(dir, "held.bin"), 2,
+		     "the dump files are left alone");
+	blq_dump_reader_free(rd);
+	/* Released: the next reader made sweeps it. */
+	close(held);
+	rd = blq_dump_fs_reader_new(&(blq_dump_fs_config){.directory = dir}, &err);
+	cr_assert_not_null(rd, "%s", err.msg);
+	cr_expect_eq(du_count(dir, ".held.bin.ckpt.tmp"), 0, "released: removed");
 	blq_dump_reader_free(rd);
 	du_rmrf(dir);
 }
