@@ -25,9 +25,10 @@
  * Taking ahead
  * - A worker whose ring holds at least 2 * (BLQ__HAND + 1) items (and no
  *   due retry) takes BLQ__HAND more with its item, in one CAS on the
- *   ring's head (take, blq__take_ahead): the head CAS and the wake-up check (a
- *   StoreLoad fence) are paid once per hand instead of once per item,
- *   where two workers fight for the head line. A shallow ring is not
+ *   ring's head (take, blq__take_ahead): the head CAS (also the barrier
+ *   of the wake-up check after it, util/ring.h) and that check are paid
+ *   once per hand instead of once per item, where two workers fight for
+ *   the head line. A shallow ring is not
  *   taken ahead from, so latency and the spread over workers are as
  *   without it whenever the queue is not backed up.
  * - The hand is the worker's own: it runs those items itself, in their
