@@ -150,28 +150,6 @@ static inline blq__slot *blq__ring_next(blq__ring_cursor *c)
 	return s;
 }
 
-/* How many of the n positions from pos hold their published item (seq ==
- * 2 * position + 1). *diff: the first other slot's seq less the one
- * wanted (< 0: not yet published for that position, > 0: a later lap, so
- * pos is stale), 0 when all n do. Acquire: each item is written (the
- * producer's release). */
-static inline uint64_t blq__ring_run(const blq__ring *r, uint64_t pos, uint64_t n, int64_t *diff)
-{
-	blq__ring_cursor c = blq__ring_at(r, pos);
-	uint64_t k = 0;
-
-	*diff = 0;
-	while (k < n) {
-		uint64_t seq = atomic_load_explicit(&blq__ring_next(&c)->seq, memory_order_acquire);
-
-		*diff = (int64_t)(seq - (2 * (pos + k) + 1));
-		if (*diff != 0)
-			break;
-		k++;
-	}
-	return k;
-}
-
 /* A reservation takes this many positions at most, and a take this many
  * items: a lost CAS costs a rescan (a take's: a copy), so a long batch
  * competing with single pushes keeps its attempts short (and takes the
@@ -276,9 +254,24 @@ static inline uint64_t blq__ring_take(blq__ring *r, BLQ__RING_ITEM *out, uint64_
 	if (n == 0)
 		return 0;
 	for (;;) {
-		int64_t diff;
-		uint64_t k = blq__ring_run(r, pos, n, &diff);
+		/* The run of published items from pos (seq == 2 * position
+		 * + 1; acquire: each item is written, the producer's release),
+		 * copied out as it is found. diff: the first other slot's seq
+		 * less the one wanted (< 0: not yet published, > 0: a later
+		 * lap, so pos is stale). */
+		blq__ring_cursor c = blq__ring_at(r, pos);
+		int64_t diff = 0;
+		uint64_t k = 0;
 
+		while (k < n) {
+			const blq__slot *s = blq__ring_next(&c);
+
+			diff = (int64_t)(atomic_load_explicit(&s->seq, memory_order_acquire) -
+					 (2 * (pos + k) + 1));
+			if (diff != 0)
+				break;
+			blq__slot_read(s, &out[k++]);
+		}
 		if (k == 0) {
 			if (diff < 0)
 				return 0; /* empty, or the oldest not yet published */
@@ -293,9 +286,6 @@ static inline uint64_t blq__ring_take(blq__ring *r, BLQ__RING_ITEM *out, uint64_
 			pos = now;
 			continue;
 		}
-		blq__ring_cursor c = blq__ring_at(r, pos);
-		for (uint64_t j = 0; j < k; j++)
-			blq__slot_read(blq__ring_next(&c), &out[j]);
 		/* seq_cst: frees the slots (release: our reads of them come
 		 * first) and is the StoreLoad barrier before a waker reads the
 		 * producers' waiters (ec.h). */
