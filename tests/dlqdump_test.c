@@ -1692,15 +1692,9 @@ Test(dlqdump, prometheus_dump_families_pass_promtool)
 Test(dlqdump, an_orphan_checkpoint_is_swept_by_the_next_reader)
 {
 	char *dir = du_tmpdir("orphan");
-	char path[512];
 	const char *files[] = {".gone.bin.ckpt", ".kept.bin.ckpt", "kept.bin", ".other.txt.ckpt"};
 
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
-		int fd = open(path, O_CREAT | O_WRONLY, 0644);
-		cr_assert(fd >= 0, "%s", path);
-		close(fd);
-	}
+	cr_assert(du_touch(dir, files, sizeof(files) / sizeof(files[0])), "%s", dir);
 	blq_error err;
 	blq_dump_reader *rd = blq_dump_fs_reader_new(&(blq_dump_fs_config){.directory = dir}, &err);
 	cr_assert_not_null(rd, "%s", err.msg);
@@ -1722,12 +1716,7 @@ Test(dlqdump, a_half_written_checkpoint_is_swept_once_nobody_holds_its_file)
 	const char *files[] = {".gone.bin.ckpt.tmp", "free.bin", ".free.bin.ckpt.tmp",
 			       "held.bin", ".held.bin.ckpt.tmp", ".other.txt.ckpt.tmp"};
 
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
-		int fd = open(path, O_CREAT | O_WRONLY, 0644);
-		cr_assert(fd >= 0, "%s", path);
-		close(fd);
-	}
+	cr_assert(du_touch(dir, files, sizeof(files) / sizeof(files[0])), "%s", dir);
 	/* A claimant's lock on held.bin, as the reader's claim takes it. */
 	snprintf(path, sizeof(path), "%s/held.bin", dir);
 	int held = open(path, O_RDONLY);

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <stdarg.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <glob.h>
 #include <netinet/in.h>
@@ -49,6 +50,22 @@ static inline int du_rm_one(const char *p, const struct stat *st, int flag, stru
 static inline void du_rmrf(const char *dir)
 {
 	nftw(dir, du_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Creates each of the n files names[] in dir, empty. False when one could
+ * not be made. */
+static inline bool du_touch(const char *dir, const char *const *names, size_t n)
+{
+	char p[512];
+
+	for (size_t i = 0; i < n; i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
+		int fd = open(p, O_CREAT | O_WRONLY, 0644);
+		if (fd < 0)
+			return false;
+		close(fd);
+	}
+	return true;
 }
 
 /* Files in dir matching pattern (glob, inside dir; hidden files only when
