@@ -160,8 +160,9 @@ typedef struct blq_inspect_config {
  *         missing path, a path that is not a directory; "not a dump
  *         directory": files match `match` but none starts with the dump
  *         magic (a file removed while it is looked at, as a restorer
- *         consumes it, does not count against the directory); a key of another type than a stream; Redis unreachable,
- *         the message naming host:port), BLQ_ENOTSUP (a stream without
+ *         consumes it, does not count against the directory); a key of
+ *         another type than a stream; Redis unreachable, the message
+ *         naming host:port), BLQ_ENOTSUP (a stream without
  *         BLQ_WITH_REDIS) or BLQ_ENOMEM. The caller owns it: close it with
  *         blq_inspect_close.
  * \threadsafety Any thread.
