@@ -299,10 +299,11 @@ int blq__ir_scan(blq_inspect *in, const blq__iarea *a, bool reverse, blq__iemit 
 
 /* ---- list ---- */
 
-/* The group's pending summary into p (consumers in *cons, freed by the
- * caller through *rep). */
-static void group_info(blq_inspect *in, const blq__iarea *a, blq_inspect_part *p,
-		       blq_inspect_consumer *cons, size_t cap, redisReply **rep)
+/* The group's pending summary into p: every consumer holding entries, in
+ * *cons (the caller frees it, and *rep, whose strings the names are).
+ * 0, or BLQ_ENOMEM. */
+static int group_info(blq_inspect *in, const blq__iarea *a, blq_inspect_part *p,
+		      blq_inspect_consumer **cons, redisReply **rep, blq_error *err)
 {
 	blq_error ignored;
 	redisReply *g = cmd(in, true, &ignored, 3, "XINFO", "GROUPS", a->key);
@@ -315,24 +316,33 @@ static void group_info(blq_inspect *in, const blq__iarea *a, blq_inspect_part *p
 	if (g != NULL)
 		freeReplyObject(g);
 	if (!p->group_exists)
-		return;
+		return 0;
 	*rep = cmd(in, true, &ignored, 3, "XPENDING", a->key, in->group);
 	const redisReply *s = *rep;
 	if (s == NULL || s->type != REDIS_REPLY_ARRAY || s->elements < 4 ||
 	    s->element[0]->type != REDIS_REPLY_INTEGER)
-		return;
+		return 0;
 	p->pending = (uint64_t)s->element[0]->integer;
 	const redisReply *cs = s->element[3];
-	for (size_t i = 0; cs->type == REDIS_REPLY_ARRAY && i < cs->elements && p->nconsumers < cap;
-	     i++) {
+	if (cs->type != REDIS_REPLY_ARRAY || cs->elements == 0)
+		return 0;
+	/* As many as the group has: a fixed array here once dropped all but
+	 * the first 64 without a word. */
+	*cons = calloc(cs->elements, sizeof(**cons));
+	if (*cons == NULL)
+		return blq__error_set(err, BLQ_ENOMEM,
+				      "list: out of memory for the %zu consumers of group %s", cs->elements,
+				      in->group);
+	for (size_t i = 0; i < cs->elements; i++) {
 		const redisReply *c = cs->element[i];
 		if (c->type != REDIS_REPLY_ARRAY || c->elements < 2 || !blq__redis_is_str(c->element[0]) ||
 		    !blq__redis_is_str(c->element[1]))
 			continue;
-		cons[p->nconsumers].name = c->element[0]->str;
-		cons[p->nconsumers++].pending = strtoull(c->element[1]->str, NULL, 10);
+		(*cons)[p->nconsumers].name = c->element[0]->str;
+		(*cons)[p->nconsumers++].pending = strtoull(c->element[1]->str, NULL, 10);
 	}
-	p->consumers = cons;
+	p->consumers = *cons;
+	return 0;
 }
 
 typedef struct list_acc {
@@ -364,18 +374,18 @@ int blq__ir_list(blq_inspect *in, const blq__iarea *a, blq_inspect_part_fn fn, v
 			      .stream = true, .name = a->key};
 	list_acc acc = {&p};
 	blq__iemit e = {.f = &all, .fn = list_one, .ctx = &acc};
-	blq_inspect_consumer cons[64];
+	blq_inspect_consumer *cons = NULL;
 	redisReply *prep = NULL;
 
 	int rc = blq__ir_scan(in, a, false, &e, err);
-	if (rc != 0)
-		return rc;
-	if (a->grouped)
-		group_info(in, a, &p, cons, sizeof(cons) / sizeof(cons[0]), &prep);
-	*stop = fn(ctx, &p) != 0;
+	if (rc == 0 && a->grouped)
+		rc = group_info(in, a, &p, &cons, &prep, err);
+	if (rc == 0)
+		*stop = fn(ctx, &p) != 0;
+	free(cons);
 	if (prep != NULL)
 		freeReplyObject(prep);
-	return 0;
+	return rc;
 }
 
 /* ---- delete ---- */

@@ -1143,6 +1143,68 @@ Test(dlqinspect, a_redis_dump_lists_scans_deletes_and_appends)
 	redisFree(rc);
 }
 
+/* What a list says of a stream's consumers, checked in the callback
+ * (their names live only as long as it runs). */
+typedef struct consumers_seen {
+	size_t n, wrong;
+	uint64_t pending;
+} consumers_seen;
+
+static int see_consumers(void *ctx, const blq_inspect_part *p)
+{
+	consumers_seen *cs = ctx;
+
+	if (!p->stream || strcmp(p->loc, "dump") != 0)
+		return 0;
+	cs->n = p->nconsumers;
+	for (size_t i = 0; i < p->nconsumers; i++) {
+		unsigned k;
+		/* Consumer cNN holds 1 + NN % 3 entries. */
+		if (sscanf(p->consumers[i].name, "c%u", &k) != 1 || p->consumers[i].pending != 1 + k % 3)
+			cs->wrong++;
+		cs->pending += p->consumers[i].pending;
+	}
+	return 0;
+}
+
+/* A list names every consumer holding entries, however many there are
+ * (it once kept the first 64 and dropped the rest without a word). */
+Test(dlqinspect, a_redis_list_names_every_consumer_holding_entries)
+{
+	char host[128];
+	int port;
+	if (!redis_addr(host, sizeof(host), &port))
+		return;
+	const char *key = "blq:test:inspect-consumers";
+	redisContext *rc = rconn(host, port);
+	rdel(rc, key);
+	enum { CONSUMERS = 70 };
+	uint64_t held = 0;
+	for (unsigned i = 0; i < CONSUMERS; i++)
+		held += 1 + i % 3;
+	fill_stream(host, port, key, held, 0);
+	freeReplyObject(redisCommand(rc, "XGROUP CREATE %s blq 0", key));
+	for (unsigned i = 0; i < CONSUMERS; i++) {
+		redisReply *r = redisCommand(rc, "XREADGROUP GROUP blq c%02u COUNT %u STREAMS %s >", i,
+					     1 + i % 3, key);
+		cr_assert(r != NULL && r->type == REDIS_REPLY_ARRAY, "XREADGROUP for c%02u", i);
+		freeReplyObject(r);
+	}
+
+	blq_inspect_config ic = {.key = key, .host = host, .port = port, .version = VERSION};
+	blq_error err;
+	blq_inspect *in = blq_inspect_open(&ic, &err);
+	cr_assert_not_null(in, "%s", err.msg);
+	consumers_seen cs = {0};
+	cr_assert_eq(blq_inspect_list(in, see_consumers, &cs, &err), 0, "list: %s", err.msg);
+	cr_expect_eq(cs.n, CONSUMERS);
+	cr_expect_eq(cs.wrong, 0);
+	cr_expect_eq(cs.pending, held);
+	blq_inspect_close(in);
+	rdel(rc, key);
+	redisFree(rc);
+}
+
 /* A directory dump with its dead store in a stream. */
 Test(dlqinspect, a_dead_store_stream_beside_a_directory_dump)
 {
