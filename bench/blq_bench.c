@@ -139,8 +139,10 @@ static void latency_task(void *payload)
 
 /* ---- systems -------------------------------------------------------- */
 
-enum { SYS_BLQ, SYS_GLIB, SYS_MUTEX, SYS_CKRING, SYS_COUNT };
-static const char *const sys_names[SYS_COUNT] = {"blq", "glib", "mutex", "ckring"};
+/* SYS_FLOOR is no queue: the task bodies alone over the cores
+ * (bench_run_floor), the line no handoff can go below. */
+enum { SYS_BLQ, SYS_GLIB, SYS_MUTEX, SYS_CKRING, SYS_FLOOR, SYS_COUNT };
+static const char *const sys_names[SYS_COUNT] = {"blq", "glib", "mutex", "ckring", "floor"};
 
 typedef struct result {
 	double ns[64];
@@ -187,6 +189,9 @@ static int run_one(int sys, const bench_shape *s, const blq_config *base, double
 		break;
 	case SYS_MUTEX:
 		t = bench_run_mutex(s);
+		break;
+	case SYS_FLOOR:
+		t = bench_run_floor(s);
 		break;
 	default:
 		t = bench_run_ckring(s);
@@ -488,7 +493,8 @@ static void usage(FILE *f)
 		"  W1   tiny tasks: 2 producers, 2,000,000 items, capacity 1024,\n"
 		"       2 fixed workers, ~50 ns task body\n"
 		"  W1-NOISY  W1 on a busy host: one CPU-bound thread per core (nice 0)\n"
-		"       spins beside it for the whole run (noise_threads=)\n"
+		"       spins beside it for the whole run (noise_threads=); --compare\n"
+		"       adds the floor under the same noise (line BENCH W1-NOISY floor)\n"
 		"  W1-BATCH  W1 with the producers handing over 32 items per call\n"
 		"       (blq_enqueue_batch), each round beside the floor: the task body\n"
 		"       alone on one thread per CPU (line BENCH W1 floor); floor_ratio\n"
@@ -625,7 +631,8 @@ int main(int argc, char **argv)
 	calibrate();
 	printf("# blq-bench: task body %u spin iterations (~50 ns), %u rounds%s\n", spin_iters,
 	       rounds, compare ? ", compare" : "");
-	const unsigned all = (1u << SYS_COUNT) - 1, blq_only = 1u << SYS_BLQ,
+	/* all: every queue (the floor only where a workload asks for it). */
+	const unsigned all = (1u << SYS_FLOOR) - 1, blq_only = 1u << SYS_BLQ,
 		       blq_glib = blq_only | (1u << SYS_GLIB);
 	blq_config fixed = {.name = "bench"};
 	blq_config balanced = {.name = "bench", .workers_min = 1, .workers_max = 8};
@@ -638,7 +645,9 @@ int main(int argc, char **argv)
 	}
 	if (want[W1NOISY]) {
 		/* W1 on a busy host: the noise runs through every round of
-		 * every system, so they share the same neighbour. */
+		 * every system, so they share the same neighbour; and beside
+		 * them the floor under that noise (the task bodies alone get
+		 * only part of the cores too). */
 		bench_shape s = {.producers = 2, .workers = 2, .items = items ? items : 2000000,
 				 .capacity = 1024, .task = tiny_task};
 		int n = bench_noise_start();
@@ -648,8 +657,9 @@ int main(int argc, char **argv)
 		}
 		char more[32];
 		snprintf(more, sizeof(more), "noise_threads=%d", n);
-		double r = workload("W1-NOISY", &s, &s, &fixed, compare ? all : blq_only, rounds,
-				    EXTRA_NONE, more);
+		double r = workload("W1-NOISY", &s, &s, &fixed,
+				    compare ? all | (1u << SYS_FLOOR) : blq_only, rounds, EXTRA_NONE,
+				    more);
 		bench_noise_stop();
 		if (r < 0)
 			return 1;

@@ -16,12 +16,13 @@ qos=$("$bench" --rounds 1 --items 4000 W1-QOS) || { echo "blq-bench W1-QOS faile
 echo "$qos"
 echo "$qos" | grep -Eq "^BENCH W1-QOS blq ns_per_item=[0-9.]+ items_per_s=[0-9]+ allocs_per_item=0 .*w1_ratio=[0-9.]+" ||
 	{ echo "no W1-QOS line (or it allocated per item)"; exit 1; }
-# The busy host on demand: every system under the noise threads.
+# The busy host on demand: every system, and the floor, under the noise
+# threads.
 noisy=$("$bench" --compare --rounds 1 --items 4000 W1-NOISY) || { echo "blq-bench W1-NOISY failed"; exit 1; }
 echo "$noisy"
 echo "$noisy" | grep -Eq "^BENCH W1-NOISY blq ns_per_item=[0-9.]+ .* noise_threads=[1-9][0-9]* rounds=1" ||
 	{ echo "no W1-NOISY line for blq"; exit 1; }
-for s in glib mutex ckring; do
+for s in glib mutex ckring floor; do
 	echo "$noisy" | grep -Eq "^BENCH W1-NOISY $s ns_per_item=[0-9.]+ .*blq_ratio=[0-9.]+" ||
 		{ echo "no W1-NOISY line for $s"; exit 1; }
 done
