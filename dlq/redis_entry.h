@@ -13,7 +13,8 @@
 int blq__redis_is_str(const redisReply *r);
 
 /* Checks an entry's field list: v and exactly one of r (format 1) or r2
- * (format 2), v a number (equal to *want when want is not NULL), the
+ * (format 2), v a decimal number as the writer spells it (1 to 20 digits,
+ * no sign or space, within 64 bits; equal to *want when want is not NULL), the
  * record field exactly one well-formed record. NULL when good (rec filled,
  * its version set); otherwise a static sentence saying why not. *v, *r
  * and *rf (the record field's name) are set as far as found. */

@@ -10,7 +10,8 @@
 # persistence) for the dlqdump Redis tests, exported to them as
 # BLQ_TEST_REDIS=127.0.0.1:PORT (with it set, those tests fail rather than
 # skip when the server does not answer), stopped at exit; and runs the fs
-# reader's libFuzzer target for a few seconds (clang).
+# reader's libFuzzer target and the others in tests/fuzz for a few seconds
+# each (clang).
 #
 # Environment: BLQ_TEST_BUILDS="plain address thread" picks the builds;
 # BLQ_TEST_JOBS sets the build parallelism (default: nproc);
@@ -188,7 +189,9 @@ else
 	fi
 fi
 
-# --- libFuzzer (clang): the fs reader and blq-demo's init body parser -----
+# --- libFuzzer (clang): the targets in tests/fuzz ---------------------------
+# The fs reader, blq-demo's init body parser, the Redis entry check and the
+# inspector's locations, each for fuzz_seconds from its seeds.
 fuzz_seconds=${BLQ_TEST_FUZZ_SECONDS:-10}
 if [ "$fuzz_seconds" -gt 0 ]; then
 	dir=build/test-fuzz
@@ -196,8 +199,8 @@ if [ "$fuzz_seconds" -gt 0 ]; then
 		-DBLQ_BUILD_TESTS=ON -DBLQ_BUILD_BENCH=OFF -DBLQ_BUILD_EXAMPLES=OFF -DBLQ_BUILD_DEMO=ON \
 		>"$dir.configure.log" 2>&1 &&
 		cmake --build "$dir" -j "$jobs" --target dump_fs_reader_fuzz demo_spec_fuzz \
-			>"$dir.build.log" 2>&1; then
-		for target in dump_fs_reader demo_spec; do
+			redis_entry_fuzz inspect_loc_fuzz >"$dir.build.log" 2>&1; then
+		for target in dump_fs_reader demo_spec redis_entry inspect_loc; do
 			log "fuzz: ${target} for ${fuzz_seconds} s"
 			dict=()
 			[ -f "tests/fuzz/$target.dict" ] && dict=(-dict="tests/fuzz/$target.dict")

@@ -1632,6 +1632,64 @@ Test(dlqdump, redis_entries_say_their_format_by_field)
 	freeReplyObject(redisCommand(c, "DEL %s %s:quarantine", key, key));
 	redisFree(c);
 }
+
+/* The version field is the writer's "%llu" and nothing else: a space, a
+ * sign, a number past 64 bits or a NUL in it sets the entry aside (the
+ * check once read " 1", "+1", "-18446744073709551615" and "1\0junk" as
+ * version 1, and took them). */
+Test(dlqdump, redis_entries_with_a_version_no_writer_makes_are_quarantined)
+{
+	char host[64], key[64];
+	int port;
+	if (!redis_addr(host, sizeof(host), &port))
+		return;
+	snprintf(key, sizeof(key), "blq:test:badver:%d", (int)getpid());
+	redisContext *c = redisConnect(host, port);
+	cr_assert(c != NULL && c->err == 0, "redis at %s:%d", host, port);
+	freeReplyObject(redisCommand(c, "DEL %s %s:quarantine", key, key));
+
+	unsigned char rec[12 + 8];
+	uint64_t id = 7;
+	blq__put32(rec, 8);
+	blq__put32(rec + 4, 0);
+	memcpy(rec + 12, &id, 8);
+	blq__put32(rec + 8, blq__crc32c(blq__crc32c(0, rec, 8), rec + 12, 8));
+	static const struct {
+		const char *v;
+		size_t len;
+	} bad[] = {{" 1", 2}, {"+1", 2}, {"-18446744073709551615", 21},
+		   {"18446744073709551617", 20}, {"1\0junk", 6}, {"\0", 1}};
+	enum { NBAD = sizeof(bad) / sizeof(bad[0]) };
+	for (size_t i = 0; i < NBAD; i++)
+		freeReplyObject(redisCommand(c, "XADD %s * v %b r %b", key, bad[i].v, bad[i].len, rec,
+					     sizeof(rec)));
+	freeReplyObject(redisCommand(c, "XADD %s * v 1 r %b", key, rec, sizeof(rec)));
+
+	blq_error err;
+	blq_dump_redis_config rcfg = {.host = host, .port = port, .key = key, .version = 1};
+	blq_dump_reader *rd = blq_dump_redis_reader_new(&rcfg, &err);
+	cr_assert_not_null(rd, "%s", err.msg);
+	got g[NBAD + 1];
+	cr_expect_eq(read_all(rd, g, NBAD + 1), 1, "only the entry with v \"1\"");
+	cr_expect_eq(g[0].id, 7);
+	blq_dump_reader_free(rd);
+
+	redisReply *rep = redisCommand(c, "XRANGE %s:quarantine - +", key);
+	cr_assert(rep != NULL && rep->type == REDIS_REPLY_ARRAY);
+	cr_assert_eq(rep->elements, NBAD);
+	for (size_t i = 0; i < rep->elements; i++) {
+		/* [id, <id>, reason, <why>, v, <as written>, r, <record>] */
+		redisReply *f = rep->element[i]->element[1];
+		cr_assert_eq(f->elements, 8);
+		cr_expect_str_eq(f->element[3]->str, "bad version field");
+		cr_expect(f->element[5]->len == bad[i].len &&
+			  memcmp(f->element[5]->str, bad[i].v, bad[i].len) == 0,
+			  "entry %zu kept as written", i);
+	}
+	freeReplyObject(rep);
+	freeReplyObject(redisCommand(c, "DEL %s %s:quarantine", key, key));
+	redisFree(c);
+}
 #endif
 
 static int run_with_input(const char *cmd, const char *input, char *out, size_t cap)
