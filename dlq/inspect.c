@@ -89,10 +89,14 @@ int blq_inspect_loc_parse(const char *s, blq_inspect_loc *out, blq_error *err)
 		out->offset = strtoull(at + 1, NULL, 10);
 		n = (size_t)(hash - rest);
 	}
-	if (n == 0 || n >= sizeof(out->file) || memchr(rest, '/', n) != NULL ||
-	    (n <= 2 && rest[0] == '.'))
+	/* "." and ".." name directories, never a dump file; ".a" is a name
+	 * (this once refused every 2-byte name that starts with a dot). */
+	bool dots = (n == 1 || n == 2) && rest[0] == '.' && (n == 1 || rest[1] == '.');
+	if (n == 0 || n >= sizeof(out->file) || memchr(rest, '/', n) != NULL || dots)
 		return blq__error_set(err, BLQ_EINVAL,
-				      "location \"%s\": a file name is 1..255 bytes without '/'", s);
+				      "location \"%s\": a file name is 1..255 bytes without '/', "
+				      "not . or ..",
+				      s);
 	memcpy(out->file, rest, n);
 	out->file[n] = '\0';
 	return 0;

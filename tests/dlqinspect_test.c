@@ -331,6 +331,14 @@ Test(dlqinspect, location_syntax)
 	cr_expect_eq(blq_inspect_loc_parse("dump:12", &l, &err), BLQ_EINVAL);
 	cr_expect_eq(blq_inspect_loc_parse("dump/", &l, &err), BLQ_EINVAL);
 	cr_expect_eq(blq_inspect_loc_parse("dump/..", &l, &err), BLQ_EINVAL);
+	cr_expect(strstr(err.msg, "not . or ..") != NULL, "%s", err.msg);
+	cr_expect_eq(blq_inspect_loc_parse("dump/.", &l, &err), BLQ_EINVAL);
+	cr_expect_eq(blq_inspect_loc_parse("dump/..#0@16", &l, &err), BLQ_EINVAL);
+	/* A short name that starts with a dot is a name. */
+	cr_assert_eq(blq_inspect_loc_parse("dump/.a", &l, &err), 0, "%s", err.msg);
+	cr_expect_str_eq(l.file, ".a");
+	cr_assert_eq(blq_inspect_loc_parse("dead/.b#2@40", &l, &err), 0, "%s", err.msg);
+	cr_expect(l.record && l.index == 2 && l.offset == 40 && strcmp(l.file, ".b") == 0);
 	cr_expect_eq(blq_inspect_loc_format(&l, s, 3), BLQ_EINVAL);
 }
 

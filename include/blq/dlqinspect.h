@@ -83,7 +83,7 @@ typedef struct blq_inspect_loc {
  *        \p s and saying what is wrong.
  * \retval 0 parsed.
  * \retval BLQ_EINVAL \p s or \p out NULL, an unknown area, an empty or
- *         over-long name or id, a file name with '/'.
+ *         over-long name or id, a file name with '/' or one that is . or ..
  * \threadsafety Any thread.
  */
 BLQ_API int blq_inspect_loc_parse(const char *s, blq_inspect_loc *out, blq_error *err);
