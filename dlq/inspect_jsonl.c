@@ -173,14 +173,22 @@ static int expect(struct in *p, char c)
 	return 0;
 }
 
-static bool take_word(struct in *p, const char *w)
+/* Takes w when the bytes at the current position are w. Inside a string,
+ * where no whitespace may come between: */
+static bool take_here(struct in *p, const char *w)
 {
 	size_t k = strlen(w);
-	if (peek(p) >= 0 && p->len - p->pos >= k && memcmp(p->s + p->pos, w, k) == 0) {
+	if (p->len - p->pos >= k && memcmp(p->s + p->pos, w, k) == 0) {
 		p->pos += k;
 		return true;
 	}
 	return false;
+}
+
+/* Between tokens: after any whitespace. */
+static bool take_word(struct in *p, const char *w)
+{
+	return peek(p) >= 0 && take_here(p, w);
 }
 
 static int hex4(struct in *p, uint32_t *out)
@@ -239,7 +247,10 @@ static int get_str(struct in *p, char *dst, size_t cap)
 					return BLQ_EINVAL;
 				if (u >= 0xD800 && u <= 0xDBFF) {
 					uint32_t lo;
-					if (!take_word(p, "\\u") || hex4(p, &lo) != 0 || lo < 0xDC00 ||
+					/* At once: "\ud83d \ude00" is a lone high
+					 * surrogate, then a space (a skip here once
+					 * dropped the space and joined the two). */
+					if (!take_here(p, "\\u") || hex4(p, &lo) != 0 || lo < 0xDC00 ||
 					    lo > 0xDFFF)
 						return fail(p, "a high surrogate without its low one");
 					u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
@@ -268,7 +279,9 @@ static int get_str(struct in *p, char *dst, size_t cap)
 				}
 			} else {
 				p->pos--;
-				return fail(p, "unknown escape '\\%c'", e);
+				return e > 0x20 && e < 0x7f ? fail(p, "unknown escape '\\%c'", e)
+							    : fail(p, "unknown escape (byte 0x%02x)",
+								   (unsigned char)e);
 			}
 		}
 		if (n + k >= cap)
@@ -335,6 +348,19 @@ static int b64_val(char c)
 	return at != NULL ? (int)(at - b64) : -1;
 }
 
+/* The next character of the payload's string at *i (before end): "\/"
+ * is '/', as JSON allows and some encoders write (PHP's json_encode does
+ * by default; base64 has '/'); any other escape is no base64. */
+static char b64_next(const struct in *p, size_t *i, size_t end)
+{
+	char c = p->s[(*i)++];
+	if (c == '\\' && *i < end && p->s[*i] == '/') {
+		(*i)++;
+		return '/';
+	}
+	return c;
+}
+
 /* The payload: base64 with padding into a malloc'd buffer. */
 static int get_payload(struct in *p, blq_inspect_item *it)
 {
@@ -345,27 +371,37 @@ static int get_payload(struct in *p, blq_inspect_item *it)
 		end++;
 	if (end >= p->len)
 		return fail(p, "the string is not closed");
-	size_t n = end - start;
-	if (n % 4 != 0) {
-		p->pos = end;
-		return fail(p, "base64 comes in groups of 4 characters");
-	}
-	unsigned char *d = malloc(n / 4 * 3 + 1);
+	unsigned char *d = malloc((end - start) / 4 * 3 + 1);
 	if (d == NULL)
 		return blq__error_set(p->err, BLQ_ENOMEM, "payload: out of memory");
-	size_t len = 0;
-	for (size_t i = 0; i < n; i += 4) {
-		const char *q = p->s + start + i;
+	size_t len = 0, i = start;
+	while (i < end) {
+		char q[4];
+		size_t at[4];
+		for (int j = 0; j < 4; j++) {
+			if (i == end) {
+				p->pos = end;
+				free(d);
+				return fail(p, "base64 comes in groups of 4 characters");
+			}
+			at[j] = i;
+			q[j] = b64_next(p, &i, end);
+		}
+		bool last = i == end;
 		int v[4], pad = 0;
 		for (int j = 0; j < 4; j++) {
 			v[j] = b64_val(q[j]);
-			if (q[j] == '=' && i + 4 == n && j >= 2 && (j == 3 || q[3] == '=')) {
+			if (q[j] == '=' && last && j >= 2 && (j == 3 || q[3] == '=')) {
 				v[j] = 0;
 				pad++;
 			} else if (v[j] < 0) {
-				p->pos = start + i + (size_t)j;
+				p->pos = at[j];
 				free(d);
-				return fail(p, "not base64 ('%c')", q[j]);
+				/* A NUL or control byte would cut or garble the
+				 * message: named by its value. */
+				return q[j] > 0x20 && q[j] < 0x7f
+					       ? fail(p, "not base64 ('%c')", q[j])
+					       : fail(p, "not base64 (byte 0x%02x)", (unsigned char)q[j]);
 			}
 		}
 		uint32_t x = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 |
@@ -422,7 +458,7 @@ static int get_object(struct in *p, const char *const *keys, size_t nkeys, const
 			return fail(p, "field \"%s\" twice", full);
 		}
 		seen[k] = true;
-		p->field = keys[k];
+		p->field = full; /* "why.rc", not "rc" */
 		if (expect(p, ':') != 0)
 			return BLQ_EINVAL;
 		p->field = NULL;

@@ -131,6 +131,13 @@ Test(dlqinspect_jsonl, any_order_whitespace_and_escapes_are_read)
 	cr_expect_str_eq(j.loc, "");
 	blq_inspect_jsonl_free(&j);
 	blq_inspect_jsonl_free(NULL);
+	/* "\/" in the payload is '/', as in any JSON string: some encoders
+	 * escape every '/' (PHP's json_encode), and base64 has them. */
+	s = "{\"v\":1,\"payload\":\"\\/\\/\\/\\/\"}";
+	cr_assert_eq(blq_inspect_jsonl_get(s, strlen(s), &j, &err), 0, "%s", err.msg);
+	cr_assert_eq(j.item.len, 3);
+	cr_expect(memcmp(j.item.data, "\xff\xff\xff", 3) == 0);
+	blq_inspect_jsonl_free(&j);
 }
 
 /* Each bad line: refused, nothing left to free, the message naming the
@@ -172,6 +179,17 @@ Test(dlqinspect_jsonl, malformed_lines_are_refused_with_field_and_column)
 		{"{\"v\":1,\"why\":{\"when\":1},\"payload\":\"\"}", "column 15: unknown field \"why.when\""},
 		{"{\"v\":1 \"payload\":\"\"}", "column 8: expected ',' or '}'"},
 		{"{\"v\" 1,\"payload\":\"\"}", "column 6: \"v\": expected ':'"},
+		/* Found by tests/fuzz/inspect_jsonl_fuzz.c: a why's field is
+		 * named in full here too; nothing may come between a
+		 * surrogate pair's escapes; a byte that would cut or garble a
+		 * message is named by its value. */
+		{"{\"v\":1,\"why\":{\"rc\" 5},\"payload\":\"\"}", "column 20: \"why.rc\": expected ':'"},
+		{"{\"v\":1,\"loc\":\"\\ud83d \\ude00\",\"payload\":\"\"}",
+		 "\"loc\": a high surrogate without its low one"},
+		{"{\"v\":1,\"loc\":\"\\ud83d\n\\ude00\",\"payload\":\"\"}",
+		 "\"loc\": a high surrogate without its low one"},
+		{"{\"v\":1,\"payload\":\"QQ\x01=\"}", "column 21: \"payload\": not base64 (byte 0x01)"},
+		{"{\"v\":1,\"payload\":\"\\QQ=\"}", "column 19: \"payload\": not base64 ('\\')"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		blq_inspect_jsonl j;

@@ -489,9 +489,10 @@ BLQ_API int blq_inspect_append(blq_inspect *in, const blq_inspect_item *items, s
  *
  * (on one line). "why" is null when the record's why is all zero; a
  * reason is spelled as blq_dlq_reason_name gives it. Strings are escaped
- * as JSON wants (quotes, backslashes, control bytes); other bytes pass
- * through, so a queue name that is not UTF-8 gives a line that is not
- * either.
+ * as JSON wants (quotes, backslashes, control bytes), well-formed UTF-8
+ * passes through, and each byte that is not part of it becomes '?', so
+ * the line is UTF-8 whatever the queue name (read back, such a name has
+ * '?' in those places).
  * \param rec the record (a damage or gone report prints as a record with
  *        its data, usually none).
  * \param[out] buf receives the line, NUL-terminated, cut to fit; may be
