@@ -80,6 +80,13 @@ bool blq__ckpt_load(const char *ckpt_path, const struct stat *st, blq__ckpt *c)
 		free(bits);
 		goto out;
 	}
+	/* The bits past nbits in the last byte are no record's: clear them.
+	 * The reader takes every bit past nbits for 0 when it lets the map
+	 * grow, so a stored 1 there (never written by blq, but a CRC-valid
+	 * file can hold one) would mark records done that were not, and
+	 * they would be skipped and lost. */
+	if (nbits % 8 != 0)
+		bits[nb - 1] &= (unsigned char)((1u << (nbits % 8)) - 1u);
 	c->ino = want.ino;
 	c->size = want.size;
 	c->mtime_ns = want.mtime_ns;

@@ -113,12 +113,14 @@ static bool bit_at(const unsigned char *bits, uint64_t i)
 	return bits[i / 8] >> (i % 8) & 1u;
 }
 
-/* Moves the prefix over the done bits at its front. */
+/* Moves the prefix over the done bits at its front. Never past
+ * UINT64_MAX: a loaded prefix can be anything a CRC-valid file holds, and
+ * a wrap would take done records for new ones. */
 static void advance_prefix(fs_dump *d)
 {
 	uint64_t k = 0;
 
-	while (k < d->ck.nbits && bit_at(d->ck.bits, k))
+	while (k < d->ck.nbits && k < UINT64_MAX - d->ck.prefix && bit_at(d->ck.bits, k))
 		k++;
 	if (k == 0)
 		return;
@@ -236,6 +238,11 @@ static int load_progress(fs_reader *r, fs_dump *d, const struct stat *st, blq_er
 		;
 	if (!blq__ckpt_load(d->ckpt, st, &d->ck))
 		blq__ckpt_identify(&d->ck, st);
+	/* Done bits at the front belong in the prefix (fs_done keeps them
+	 * there; a stored file may not): commit needs prefix >= next, and
+	 * a file whose remaining records were all marked done could never
+	 * be committed otherwise. */
+	advance_prefix(d);
 	d->bits_cap = (d->ck.nbits + 7u) / 8u;
 	d->earlier_claims = d->ck.claims;
 	d->ck.claims = d->ck.claims < UINT32_MAX ? d->ck.claims + 1 : UINT32_MAX;

@@ -240,11 +240,17 @@ static int add(blq_schedule *s, const char *range, const blq_schedule_params *p,
 		return fail(err, range, "bad format: want START-END");
 	if (relative) {
 		uint64_t a, b;
-		char left[32];
+		/* The longest duration blq_parse_duration reads is 53 bytes
+		 * (12 digits per unit: "999999999999h...ms"); this was 32,
+		 * which refused a valid longer START as "bad format". */
+		char left[64];
 		size_t ll = (size_t)(dash - range);
 
-		if (ll == 0 || ll >= sizeof(left))
+		if (ll == 0)
 			return fail(err, range, "bad format: want START-END, like 30s-1m");
+		if (ll >= sizeof(left))
+			return fail(err, range, "START is longer than any duration (at most %zu bytes)",
+				    sizeof(left) - 1);
 		memcpy(left, range, ll);
 		left[ll] = '\0';
 		blq_error derr;

@@ -17,6 +17,7 @@
 
 #include "../dlq/crc32c.h"
 #include "../dlq/dump_format.h"
+#include "../dlq/dump_fs_checkpoint.h"
 #include "dump_util.h"
 #include "suite_util.h"
 
@@ -1760,6 +1761,91 @@ Test(dlqdump, an_orphan_checkpoint_is_swept_by_the_next_reader)
 	cr_expect_eq(du_count(dir, ".kept.bin.ckpt"), 1, "its file is there: kept");
 	cr_expect_eq(du_count(dir, ".other.txt.ckpt"), 1, "not a checkpoint of *.bin: kept");
 	blq_dump_reader_free(rd);
+	du_rmrf(dir);
+}
+
+/* A dump file of n one-byte records, written by the real fs writer; its
+ * path in path (PATH_MAX bytes). */
+static void one_file(const char *dir, unsigned n, char *path)
+{
+	blq_dump_fs_config fc = {.directory = dir, .version = 1};
+	blq_error err;
+	blq_dump_writer *w = blq_dump_fs_writer_new(&fc, &err);
+	cr_assert_not_null(w, "%s", err.msg);
+	blq__buf b = {0};
+	for (unsigned i = 0; i < n; i++)
+		cr_assert_eq(blq__dump_rec_append(&b, 1, "x", 1, 0, NULL), 0);
+	blq_dump_batch batch = {.version = 1, .data = b.p, .len = b.len, .count = n, .format = 1};
+	size_t k;
+	cr_assert_eq(w->write(w, &batch, &k, &err), 0, "%s", err.msg);
+	blq__buf_free(&b);
+	blq_dump_writer_free(w);
+	cr_assert(du_first(dir, "*.bin", path));
+}
+
+/* Stores a checkpoint for path: prefix 0, nbits bits as given. */
+static void store_ckpt_bits(const char *path, uint32_t nbits, unsigned char bits)
+{
+	char ck[PATH_MAX + 300];
+	struct stat st;
+	cr_assert(blq__ckpt_path(path, ck, sizeof(ck)));
+	cr_assert_eq(stat(path, &st), 0);
+	blq__ckpt c = {.nbits = nbits, .bits = &bits};
+	blq__ckpt_identify(&c, &st);
+	cr_assert_eq(blq__ckpt_store(ck, &c, false), 0);
+}
+
+/* Checkpoints no blq reader writes but a file can hold with a good CRC
+ * (found by tests/fuzz/dump_checkpoint_fuzz.c): bits set past nbits in the
+ * map's last byte once marked records done that were not (here 2 to 7,
+ * skipped and lost once the map grew), and done bits at the map's front
+ * once kept the file from ever being committed. */
+Test(dlqdump, a_checkpoint_blq_never_writes_loses_no_record_and_lets_the_file_go)
+{
+	char *dir = du_tmpdir("ckodd");
+	char path[PATH_MAX];
+	blq_dump_fs_config fc = {.directory = dir, .version = 1};
+	blq_error err;
+	blq_dump_record rec;
+	void *d;
+
+	/* 9 records; nbits 1 with bit 0 clear and the 7 padding bits set. */
+	one_file(dir, 9, path);
+	store_ckpt_bits(path, 1, 0xfe);
+	blq_dump_reader *rd = blq_dump_fs_reader_new(&fc, &err);
+	cr_assert_not_null(rd, "%s", err.msg);
+	cr_assert_eq(rd->next(rd, &d, &err), 1, "%s", err.msg);
+	unsigned handed = 0;
+	while (rd->record(rd, d, &rec, &err) == 1) {
+		handed++;
+		if (rec.index == 0 || rec.index == 8)
+			cr_assert_eq(rd->done(rd, d, rec.index, &err), 0, "%s", err.msg);
+	}
+	cr_expect_eq(handed, 9, "the padding marked nothing done");
+	rd->release(rd, d);
+	cr_assert_eq(rd->next(rd, &d, &err), 1, "%s", err.msg);
+	uint64_t want = 1;
+	while (rd->record(rd, d, &rec, &err) == 1) {
+		cr_expect_eq(rec.index, want, "record %llu next", (unsigned long long)want);
+		want = rec.index + 1;
+		cr_assert_eq(rd->done(rd, d, rec.index, &err), 0, "%s", err.msg);
+	}
+	cr_expect_eq(want, 8, "records 1 to 7 again, none lost");
+	cr_expect_eq(rd->commit(rd, d, &err), 0, "%s", err.msg);
+	blq_dump_reader_free(rd);
+	cr_expect_eq(du_count(dir, "*.bin"), 0);
+
+	/* 1 record, marked done at the map's front (prefix 0, bit 0). */
+	one_file(dir, 1, path);
+	store_ckpt_bits(path, 1, 0x01);
+	rd = blq_dump_fs_reader_new(&fc, &err);
+	cr_assert_not_null(rd, "%s", err.msg);
+	cr_assert_eq(rd->next(rd, &d, &err), 1, "%s", err.msg);
+	cr_expect_eq(rd->record(rd, d, &rec, &err), 0, "nothing left to hand out");
+	cr_expect_eq(rd->commit(rd, d, &err), 0, "%s", err.msg);
+	blq_dump_reader_free(rd);
+	cr_expect_eq(du_count(dir, "*.bin"), 0, "the file went");
+	cr_expect_eq(du_count(dir, ".*.ckpt"), 0, "and its checkpoint");
 	du_rmrf(dir);
 }
 

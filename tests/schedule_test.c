@@ -133,6 +133,20 @@ Test(schedule, relative_ranges)
 	cr_expect_str_eq(err.msg, "schedule: range \"3x-4m\": duration \"3x\": unknown unit at \"x\" "
 				  "(want h, m, s or ms)");
 	blq_schedule_free(s);
+
+	/* A START as long as blq_parse_duration reads (53 bytes at most):
+	 * it was refused as "bad format" past 31 bytes (found by
+	 * tests/fuzz/schedule_fuzz.c's oracle). */
+	s = blq_schedule_new();
+	const char *longest = "000000000001h000000000001m000000000001s000000000001ms-2h";
+	cr_expect_eq(blq_schedule_add_relative(s, longest, &P, &err), 0, "%s", err.msg);
+	cr_expect_eq(blq_schedule_lookup(s, 3661001, NULL), 0);
+	cr_expect_eq(blq_schedule_lookup(s, 3661000, NULL), -1);
+	char toolong[80];
+	snprintf(toolong, sizeof(toolong), "%064d-1h", 1);
+	cr_expect_eq(blq_schedule_add_relative(s, toolong, &P, &err), BLQ_EINVAL);
+	cr_expect(strstr(err.msg, "START is longer than any duration") != NULL, "%s", err.msg);
+	blq_schedule_free(s);
 }
 
 Test(schedule, durations)
