@@ -68,16 +68,9 @@
 #include "../../dlq/dump_fs_checkpoint.h"
 #include "../dump_util.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz_check.h"
 
-#define CHECK(cond)                                                                  \
-	do {                                                                         \
-		if (!(cond)) {                                                       \
-			fprintf(stderr, "dump_checkpoint_fuzz: %s failed (line %d)\n", \
-				#cond, __LINE__);                                    \
-			abort();                                                     \
-		}                                                                    \
-	} while (0)
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define VERSION 7u
 #define FIXED 48u /* magic .. nbits, as the header's layout */

@@ -52,15 +52,9 @@
 #include <blq/dlq.h>
 #include <blq/dlqinspect.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz_check.h"
 
-#define CHECK(cond)                                                                  \
-	do {                                                                         \
-		if (!(cond)) {                                                       \
-			fprintf(stderr, "inspect_jsonl_fuzz: %s failed\n", #cond);   \
-			abort();                                                     \
-		}                                                                    \
-	} while (0)
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* ---- the reference reader ---------------------------------------------- */
 

@@ -21,15 +21,9 @@
 
 #include <blq/dlqinspect.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz_check.h"
 
-#define CHECK(cond)                                                                  \
-	do {                                                                         \
-		if (!(cond)) {                                                       \
-			fprintf(stderr, "inspect_loc_fuzz: %s failed\n", #cond);     \
-			abort();                                                     \
-		}                                                                    \
-	} while (0)
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static int same_loc(const blq_inspect_loc *a, const blq_inspect_loc *b)
 {

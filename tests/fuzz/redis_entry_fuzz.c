@@ -31,15 +31,9 @@
 #include "../../dlq/dump_format.h"
 #include "../../dlq/redis_entry.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz_check.h"
 
-#define CHECK(cond)                                                                  \
-	do {                                                                         \
-		if (!(cond)) {                                                       \
-			fprintf(stderr, "redis_entry_fuzz: %s failed\n", #cond);     \
-			abort();                                                     \
-		}                                                                    \
-	} while (0)
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* hiredis allocates an array's element vector for the count it announces
  * before any element arrives: "*999999999\r\n" is gigabytes allocated by

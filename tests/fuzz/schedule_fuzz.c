@@ -56,16 +56,9 @@
 
 #include <blq/schedule.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz_check.h"
 
-#define CHECK(cond)                                                                  \
-	do {                                                                         \
-		if (!(cond)) {                                                       \
-			fprintf(stderr, "schedule_fuzz: %s failed (line %d)\n", #cond, \
-				__LINE__);                                           \
-			abort();                                                     \
-		}                                                                    \
-	} while (0)
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define DAY_MS 86400000ull
 #define MAX_LINES 64
