@@ -524,8 +524,10 @@ typedef struct blq_inspect_jsonl {
  * Read one line of JSON lines (blq_inspect_jsonl_put's format). "v" (1)
  * and "payload" are required, the other fields optional; fields may come
  * in any order, with JSON whitespace; an unknown or repeated field, a
- * value of the wrong type or range, bad base64 (RFC 4648, padded) or
- * anything after the object but whitespace is an error.
+ * value of the wrong type or range, bad base64 (RFC 4648, padded; a '/'
+ * may be escaped as "\/", as some JSON encoders write it, and no other
+ * escape may appear in it) or anything after the object but whitespace is
+ * an error.
  * \param line the line; a trailing "\n" (or "\r\n") is allowed.
  * \param len its bytes.
  * \param[out] out the record; on error it holds nothing to free.
