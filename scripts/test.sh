@@ -191,8 +191,8 @@ fi
 
 # --- libFuzzer (clang): the targets in tests/fuzz ---------------------------
 # The fs reader, blq-demo's init body parser, the Redis entry check, the
-# inspector's locations and its JSON lines, schedules and a dump file's
-# checkpoint, each for fuzz_seconds from its seeds.
+# inspector's locations and its JSON lines, schedules, a dump file's
+# checkpoint and queue configurations, each for fuzz_seconds from its seeds.
 fuzz_seconds=${BLQ_TEST_FUZZ_SECONDS:-10}
 if [ "$fuzz_seconds" -gt 0 ]; then
 	dir=build/test-fuzz
@@ -201,9 +201,9 @@ if [ "$fuzz_seconds" -gt 0 ]; then
 		>"$dir.configure.log" 2>&1 &&
 		cmake --build "$dir" -j "$jobs" --target dump_fs_reader_fuzz demo_spec_fuzz \
 			redis_entry_fuzz inspect_loc_fuzz inspect_jsonl_fuzz schedule_fuzz \
-			dump_checkpoint_fuzz >"$dir.build.log" 2>&1; then
+			dump_checkpoint_fuzz queue_config_fuzz >"$dir.build.log" 2>&1; then
 		for target in dump_fs_reader demo_spec redis_entry inspect_loc inspect_jsonl schedule \
-			dump_checkpoint; do
+			dump_checkpoint queue_config; do
 			log "fuzz: ${target} for ${fuzz_seconds} s"
 			dict=()
 			[ -f "tests/fuzz/$target.dict" ] && dict=(-dict="tests/fuzz/$target.dict")
