@@ -156,6 +156,20 @@ static inline blq__slot *blq__ring_next(blq__ring_cursor *c)
  * rest in further reservations). */
 #define BLQ__RING_RESERVE_MAX 64u
 
+/* A claim's second look when its first found nothing at pos: true, with
+ * the end's current position in *pos, when the end has moved on since
+ * (pos was stale: look again there); false when it is still at pos (the
+ * ring is full at the tail, or empty at the head). */
+static inline bool blq__ring_moved(_Atomic uint64_t *end, uint64_t *pos)
+{
+	uint64_t now = atomic_load_explicit(end, memory_order_relaxed);
+
+	if (now == *pos)
+		return false;
+	*pos = now;
+	return true;
+}
+
 /* Room for positions from pos on: cap less the positions between the head
  * and pos, by the producers' copy of the head first and the head itself
  * when that copy says full. Acquire on both: the consumers' reads of the
@@ -199,11 +213,8 @@ static inline uint64_t blq__ring_reserve(blq__ring *r, uint64_t n, uint64_t *fir
 		if (room == 0) {
 			/* Full, or pos is stale: the head may have passed
 			 * it. Decide on a fresh tail. */
-			uint64_t now = atomic_load_explicit(&r->tail, memory_order_relaxed);
-
-			if (now == pos)
+			if (!blq__ring_moved(&r->tail, &pos))
 				return 0;
-			pos = now;
 			continue;
 		}
 		uint64_t k = n < room ? n : room;
@@ -279,11 +290,8 @@ static inline uint64_t blq__ring_take(blq__ring *r, BLQ__RING_ITEM *out, uint64_
 			 * still at pos, the slot would have been refilled
 			 * before its item was taken: never in a sound ring,
 			 * and no reason to spin.) */
-			uint64_t now = atomic_load_explicit(&r->head, memory_order_relaxed);
-
-			if (now == pos)
+			if (!blq__ring_moved(&r->head, &pos))
 				return 0;
-			pos = now;
 			continue;
 		}
 		/* seq_cst: frees the slots (release: our reads of them come
