@@ -196,7 +196,10 @@ static void sweep_tmp(const char *tmp, const char *data)
  * written for a new file of that name is never removed. */
 static void sweep_orphans(fs_reader *r, bool wait)
 {
-	static const char *const kinds[] = {".ckpt", ".ckpt.tmp"};
+	static const struct {
+		const char *suffix;
+		bool tmp; /* half-written: sweep_tmp */
+	} kinds[] = {{".ckpt", false}, {".ckpt.tmp", true}};
 	char pattern[PATH_MAX + 16], data[PATH_MAX + 256], name[256];
 	struct stat st;
 	glob_t g;
@@ -204,21 +207,21 @@ static void sweep_orphans(fs_reader *r, bool wait)
 	if (flock(r->dirfd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0)
 		return;
 	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
-		size_t suffix = strlen(kinds[k]);
+		size_t suffix = strlen(kinds[k].suffix);
 
-		snprintf(pattern, sizeof(pattern), "%s/.*%s", r->dir, kinds[k]);
+		snprintf(pattern, sizeof(pattern), "%s/.*%s", r->dir, kinds[k].suffix);
 		if (glob(pattern, 0, NULL, &g) != 0)
 			continue;
 		for (size_t i = 0; i < g.gl_pathc; i++) {
 			const char *p = g.gl_pathv[i], *base = strrchr(p, '/') + 1;
-			size_t n = strlen(base); /* "." <name> kinds[k] */
+			size_t n = strlen(base); /* "." <name> <suffix> */
 			if (n <= 1 + suffix || n - 1 - suffix >= sizeof(name))
 				continue;
 			snprintf(name, sizeof(name), "%.*s", (int)(n - 1 - suffix), base + 1);
 			if (fnmatch(r->match, name, FNM_PERIOD) != 0)
 				continue;
 			snprintf(data, sizeof(data), "%.*s%s", (int)(base - p), p, name);
-			if (k == 1)
+			if (kinds[k].tmp)
 				sweep_tmp(p, data);
 			else if (lstat(data, &st) != 0 && errno == ENOENT)
 				unlink(p);
