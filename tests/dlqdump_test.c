@@ -1649,12 +1649,9 @@ Test(dlqdump, redis_entries_with_a_version_no_writer_makes_are_quarantined)
 	cr_assert(c != NULL && c->err == 0, "redis at %s:%d", host, port);
 	freeReplyObject(redisCommand(c, "DEL %s %s:quarantine", key, key));
 
-	unsigned char rec[12 + 8];
+	blq__buf rec = {0};
 	uint64_t id = 7;
-	blq__put32(rec, 8);
-	blq__put32(rec + 4, 0);
-	memcpy(rec + 12, &id, 8);
-	blq__put32(rec + 8, blq__crc32c(blq__crc32c(0, rec, 8), rec + 12, 8));
+	cr_assert_eq(blq__dump_rec_append(&rec, 1, &id, 8, 0, NULL), 0);
 	static const struct {
 		const char *v;
 		size_t len;
@@ -1662,9 +1659,10 @@ Test(dlqdump, redis_entries_with_a_version_no_writer_makes_are_quarantined)
 		   {"18446744073709551617", 20}, {"1\0junk", 6}, {"\0", 1}};
 	enum { NBAD = sizeof(bad) / sizeof(bad[0]) };
 	for (size_t i = 0; i < NBAD; i++)
-		freeReplyObject(redisCommand(c, "XADD %s * v %b r %b", key, bad[i].v, bad[i].len, rec,
-					     sizeof(rec)));
-	freeReplyObject(redisCommand(c, "XADD %s * v 1 r %b", key, rec, sizeof(rec)));
+		freeReplyObject(redisCommand(c, "XADD %s * v %b r %b", key, bad[i].v, bad[i].len, rec.p,
+					     rec.len));
+	freeReplyObject(redisCommand(c, "XADD %s * v 1 r %b", key, rec.p, rec.len));
+	blq__buf_free(&rec);
 
 	blq_error err;
 	blq_dump_redis_config rcfg = {.host = host, .port = port, .key = key, .version = 1};
