@@ -1,23 +1,23 @@
 /*
  * A redrive: records of a key's dead store (or quarantine) moved back into
  * its dump at a given rate, on a thread of its own, so that the key's
- * restorer feeds them to the queue again. Built on blq/dlqinspect.h, per
- * batch: scan the source, append the batch to the dump (durable), kick
- * the restorer, delete the batch from the source. A crash between append
- * and delete duplicates a batch, never loses one. A redriven record starts
- * afresh (restore count 0, or the restorer would send it straight back to
- * the dead store); it keeps why it was dead-lettered.
+ * restorer feeds them to the queue again. The work is the library's
+ * blq_inspect_redrive (the one blq-dlq redrive uses): a dry run of the
+ * delete first, append (durable), delete; a damaged quarantined file
+ * salvaged whole and then deleted, so a second run delivers nothing
+ * twice; from the dead store the restore count reset to 0 (or the
+ * restorer would send the records straight back to it), the reason kept.
+ * This file adds the thread, the restorer's kick after each batch, and
+ * the progress the API reports.
  *
- * Two kinds: the records of a selection (collected when it starts, newest
- * first, so that deleting one never moves another's location within a
- * file), or every record the area held when it started (each batch scanned
- * afresh, oldest first).
+ * Two kinds: the records of a selection (moved in one batch: deleting
+ * some records of a file moves the others' locations), or every record
+ * of the area (batches scanned afresh, oldest first).
  *
- * Pacing: after t seconds, rate * t records (plus one) are due; the thread
- * sleeps on a condition variable until the next one is, in batches of at
- * most a tenth of a second's worth, so it costs nothing between batches
- * and a stop (demo_redrive_stop) ends it at once. Progress is read with
- * demo_redrive_json from any thread.
+ * Pacing is blq_inspect_redrive's (batches of a tenth of a second's
+ * worth against a schedule from the start); a stop (demo_redrive_stop)
+ * is seen within its 50 ms wait slices or after the batch under way.
+ * Progress is read with demo_redrive_json from any thread.
  */
 #ifndef BLQ_DEMO_REDRIVE_H
 #define BLQ_DEMO_REDRIVE_H
@@ -61,8 +61,8 @@ bool demo_redrive_running(demo_redrive *r);
 /**
  * demo_redrive_json() - its progress: "state" (running, done, cancelled,
  * failed), "area", "all", "rate", "total", "moved" (appended to the dump
- * and deleted from the source), "skipped" (appended but not deleted: a
- * duplicate; or selected and not found), "elapsed_s", "error".
+ * and deleted from the source), "skipped" (selected and not moved: not
+ * found, or left when it failed or was cancelled), "elapsed_s", "error".
  * Return: a new reference, or NULL.
  */
 json_t *demo_redrive_json(demo_redrive *r);

@@ -14,7 +14,7 @@
 bool demo_stage_inspect_config(demo_stage *s, blq_inspect_config *c, bool *has_dead)
 {
 	const demo_dump_where *w = &s->where;
-	*c = (blq_inspect_config){.version = 1};
+	*c = (blq_inspect_config){.version = 1, .version_set = true};
 	*has_dead = w->has_dead;
 	if (s->dump == NULL)
 		return false;

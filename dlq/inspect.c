@@ -143,6 +143,32 @@ static int set_dir(blq__iarea *a, const char *path, const char *match, const cha
 	return blq__ifs_check(a, field, err);
 }
 
+/* The names a dump whose reader takes `match` writes: a glob with one '*'
+ * and no other wildcard is the writer's default mask's stem in place of
+ * the '*' ("orders.*.bin" gives "orders.%Y-%m-%d--%H-%M-%S--%i.bin", as
+ * blq-demo names a key's files; "*.bin" the default mask itself), so what
+ * blq_inspect_append writes sorts after what is there and is taken by
+ * the reader. Any other glob leaves out the mask ("": the writer's
+ * default, which the fs writer then refuses unless match takes it). */
+static void mask_for_match(const char *match, char *out, size_t cap)
+{
+	const char *star = strchr(match, '*');
+	out[0] = '\0';
+	if (star == NULL || strchr(star + 1, '*') != NULL || strpbrk(match, "?[\\") != NULL)
+		return;
+	size_t n = 0;
+	for (const char *m = match; *m != '\0' && n + 32 < cap; m++) {
+		if (m == star) {
+			n += (size_t)snprintf(out + n, cap - n, "%%Y-%%m-%%d--%%H-%%M-%%S--%%i");
+			continue;
+		}
+		if (*m == '%') /* a literal '%' of the name */
+			out[n++] = '%';
+		out[n++] = *m;
+	}
+	out[n < cap ? n : 0] = '\0';
+}
+
 static int configure(blq_inspect *in, const blq_inspect_config *cfg, blq_error *err)
 {
 	blq__iarea *d = &in->areas[BLQ_INSPECT_DUMP], *q = &in->areas[BLQ_INSPECT_QUARANTINE],
@@ -163,13 +189,16 @@ static int configure(blq_inspect *in, const blq_inspect_config *cfg, blq_error *
 	if (group[0] == '\0' || strlen(group) >= sizeof(in->group))
 		return blq__error_set(err, BLQ_EINVAL, "group: must be 1..127 bytes");
 	snprintf(in->mask, sizeof(in->mask), "%s", mask);
+	in->mask_set = cfg->file_mask != NULL;
 	snprintf(in->group, sizeof(in->group), "%s", group);
 	in->version = cfg->version;
-	d->versioned = x->versioned = true;
+	in->version_set = cfg->version_set;
 	if (cfg->directory != NULL) {
 		char qdir[PATH_MAX + 16];
 		if ((rc = set_dir(d, cfg->directory, cfg->match, "directory", err)) != 0)
 			return rc;
+		if (cfg->file_mask == NULL)
+			mask_for_match(d->match, in->mask, sizeof(in->mask));
 		snprintf(qdir, sizeof(qdir), "%s/quarantine", d->path);
 		/* Quarantined files keep their names, plus ".N" on a clash. */
 		if ((rc = set_dir(q, cfg->quarantine ? cfg->quarantine : qdir, "*", "quarantine",
@@ -338,6 +367,8 @@ static int verify_one(void *ctx, const blq_inspect_record *rec)
 	}
 	if (rec->state == BLQ_INSPECT_GONE)
 		v->s->gone++;
+	else if (rec->state == BLQ_INSPECT_UNREADABLE)
+		v->s->unreadable++;
 	else
 		v->s->damaged++;
 	return v->fn != NULL ? v->fn(v->ctx, rec) : 0;
@@ -351,7 +382,7 @@ int blq_inspect_verify(blq_inspect *in, const blq_inspect_filter *f, blq_inspect
 	memset(out, 0, sizeof(*out));
 	verify_ctx v = {out, fn, ctx};
 	int rc = blq_inspect_scan(in, f, verify_one, &v, err);
-	return rc != 0 ? rc : out->damaged > 0 ? 1 : 0;
+	return rc != 0 ? rc : out->damaged + out->unreadable > 0 ? 1 : 0;
 }
 
 /* ---- salvage, delete, append ---- */
@@ -372,8 +403,18 @@ int blq_inspect_salvage(blq_inspect *in, const char *part, const char *out_dir,
 		return rc;
 	if (file == NULL)
 		return blq__error_set(err, BLQ_EINVAL, "salvage: \"%s\" is not a file", part);
-	return blq__ifs_salvage(in, a, file, out_dir, file_mask ? file_mask : in->mask, written,
-				err);
+	/* The dump's version, so that its reader takes the copy (a file
+	 * quarantined for its version is salvaged into the right one); the
+	 * file's own when nothing says what the dump's is. */
+	uint64_t v;
+	if ((rc = blq_inspect_version(in, &v, err)) < 0)
+		return rc;
+	bool known = rc == 0; /* else the file's own, not the config's default */
+	char mask[256];
+	if (file_mask == NULL && (rc = blq__ifs_mask(in, mask, err)) != 0)
+		return rc;
+	return blq__ifs_salvage(in, a, file, out_dir, file_mask ? file_mask : mask,
+				known ? &v : NULL, written, err);
 }
 
 void blq__idel_report(blq__idel *d, const char *loc, enum blq_inspect_action action, bool file,
@@ -526,14 +567,82 @@ int blq_inspect_append(blq_inspect *in, const blq_inspect_item *items, size_t n,
 					      "append: item %zu: why: bad reason or queue name", i);
 		format = blq__iformat_for(w, format);
 	}
+	uint64_t version;
+	if ((rc = blq_inspect_version(in, &version, err)) < 0)
+		return rc;
+	rc = 0;
 	for (size_t i = 0; i < n && rc == 0; i++)
 		if (blq__dump_rec_append(&b, format, items[i].data, items[i].len, items[i].restores,
 					 items[i].why) != 0)
 			rc = blq__error_set(err, BLQ_ENOMEM, "append: out of memory");
 	if (rc == 0)
-		rc = in->areas[BLQ_INSPECT_DUMP].kind == BLQ__IAREA_DIR
-			     ? blq__ifs_append(in, &b, n, format, err)
-			     : blq__ir_append(in, &b, n, format, err);
+		rc = blq__iappend_buf(in, &b, n, format, version, err);
 	blq__buf_free(&b);
 	return rc;
+}
+
+int blq__iappend_buf(blq_inspect *in, const blq__buf *b, size_t count, unsigned format,
+		     uint64_t version, blq_error *err)
+{
+	return in->areas[BLQ_INSPECT_DUMP].kind == BLQ__IAREA_DIR
+		       ? blq__ifs_append(in, b, count, format, version, err)
+		       : blq__ir_append(in, b, count, format, version, err);
+}
+
+/* ---- the dump's version ---- */
+
+static int area_version(blq_inspect *in, const blq__iarea *a, blq__iversion *v, blq_error *err)
+{
+	memset(v, 0, sizeof(*v));
+	if (a->kind == BLQ__IAREA_DIR)
+		return blq__ifs_version(a, v, err);
+	if (a->kind == BLQ__IAREA_STREAM)
+		return blq__ir_version(in, a, v, err);
+	return 0;
+}
+
+int blq_inspect_version(blq_inspect *in, uint64_t *version, blq_error *err)
+{
+	if (in == NULL || version == NULL)
+		return blq__error_set(err, BLQ_EINVAL, "version: inspector or out NULL");
+	/* The dump's own parts first, then the dead store: the restorer
+	 * writes each dead record with the version it read it with, which
+	 * is the dump's (it quarantines every other). Never the quarantine:
+	 * a file may be there for its version. */
+	static const enum blq_inspect_area order[] = {BLQ_INSPECT_DUMP, BLQ_INSPECT_DEAD};
+	for (size_t i = 0; i < 2; i++) {
+		blq__iversion v;
+		int rc = area_version(in, &in->areas[order[i]], &v, err);
+		if (rc != 0)
+			return rc;
+		if (!v.found)
+			continue;
+		if (in->version_set && v.v != in->version)
+			return blq__error_set(err, BLQ_EINVAL,
+					      "version %llu was given, but %s is version %llu: its "
+					      "reader would quarantine what is written as %llu",
+					      (unsigned long long)in->version, v.where,
+					      (unsigned long long)v.v,
+					      (unsigned long long)in->version);
+		if (v.mixed && !in->version_set)
+			return blq__error_set(err, BLQ_EINVAL,
+					      "cannot know the version of the dump: its %s area "
+					      "holds versions %llu (%s) and %llu; say which "
+					      "(blq-dlq --dump-version / --to-version)",
+					      blq_inspect_area_name(order[i]), (unsigned long long)v.v,
+					      v.where, (unsigned long long)v.other);
+		*version = in->version_set ? in->version : v.v;
+		return 0;
+	}
+	*version = in->version; /* the config's: given, or 0 by default */
+	return in->version_set ? 0 : 1;
+}
+
+int blq_inspect_set_version(blq_inspect *in, uint64_t version)
+{
+	if (in == NULL)
+		return BLQ_EINVAL;
+	in->version = version;
+	in->version_set = true;
+	return 0;
 }

@@ -21,7 +21,6 @@ typedef struct blq__iarea {
 	char match[256];     /* DIR: the glob of its files */
 	char key[300];       /* STREAM */
 	bool grouped;        /* STREAM: read by the dump's consumer group */
-	bool versioned;      /* records of another version are damage */
 } blq__iarea;
 
 typedef struct blq__iredis blq__iredis;
@@ -29,8 +28,10 @@ typedef struct blq__iredis blq__iredis;
 struct blq_inspect {
 	blq__iarea areas[3]; /* by enum blq_inspect_area */
 	char mask[256];      /* file_mask for appends; "" the writer's default */
+	bool mask_set;       /* given (blq_inspect_config.file_mask): never learned */
 	char group[128];
-	uint64_t version;
+	uint64_t version;   /* the dump's, when version_set (the caller knows it) */
+	bool version_set;
 	blq__iredis *redis; /* set when an area is a stream */
 };
 
@@ -71,6 +72,21 @@ static inline uint64_t blq__itime(const blq_dlq_why *why, uint64_t dflt)
  * something, else 1. */
 unsigned blq__iformat_for(const blq_dlq_why *why, unsigned prev);
 
+/* What an area says of the dump's version: its parts' headers (files) or
+ * its newest entry's "v" (a stream). */
+typedef struct blq__iversion {
+	bool found;         /* some part or entry says a version */
+	bool mixed;         /* two of them disagree (then v and other differ) */
+	uint64_t v;         /* the newest one's */
+	uint64_t other;     /* mixed: another one */
+	char where[300];    /* the part (or key) v was read from */
+} blq__iversion;
+
+/* Writes items (b: count records of format) into the dump area as
+ * version. */
+int blq__iappend_buf(blq_inspect *in, const blq__buf *b, size_t count, unsigned format,
+		     uint64_t version, blq_error *err);
+
 /* ---- directories (inspect_fs.c) ---- */
 
 /* Refuses a path that is no dump directory (see blq_inspect_open). */
@@ -80,14 +96,21 @@ int blq__ifs_list(blq_inspect *in, const blq__iarea *a, blq_inspect_part_fn fn, 
 /* file NULL: every file of the area. */
 int blq__ifs_scan(blq_inspect *in, const blq__iarea *a, const char *file, bool reverse,
 		  blq__iemit *e, blq_error *err);
+/* version NULL: the file's own. */
 int blq__ifs_salvage(blq_inspect *in, const blq__iarea *a, const char *file, const char *out_dir,
-		     const char *mask, uint64_t *written, blq_error *err);
+		     const char *mask, const uint64_t *version, uint64_t *written, blq_error *err);
 /* Deletes the records locs[0..n) of file (n == 0: the whole file; file
  * NULL: every file of the area). */
 int blq__ifs_delete(blq_inspect *in, const blq__iarea *a, const char *file,
 		    const blq_inspect_loc *const *locs, size_t n, blq__idel *d, blq_error *err);
 int blq__ifs_append(blq_inspect *in, const blq__buf *b, size_t count, unsigned format,
-		    blq_error *err);
+		    uint64_t version, blq_error *err);
+/* The names writes into the dump use (room 256): the given mask, else
+ * the one the dump's own file names show (then the dead store's), else
+ * the one made from the match. BLQ_EINVAL when the names disagree. */
+int blq__ifs_mask(blq_inspect *in, char *mask, blq_error *err);
+/* The version the area's files say (their headers). */
+int blq__ifs_version(const blq__iarea *a, blq__iversion *out, blq_error *err);
 
 /* ---- streams (inspect_redis.c, or inspect_redis_none.c) ---- */
 
@@ -101,6 +124,8 @@ int blq__ir_scan(blq_inspect *in, const blq__iarea *a, bool reverse, blq__iemit 
 int blq__ir_delete(blq_inspect *in, const blq__iarea *a, const blq_inspect_loc *const *locs,
 		   size_t n, blq__idel *d, blq_error *err);
 int blq__ir_append(blq_inspect *in, const blq__buf *b, size_t count, unsigned format,
-		   blq_error *err);
+		   uint64_t version, blq_error *err);
+/* The version the stream's newest entry says. */
+int blq__ir_version(blq_inspect *in, const blq__iarea *a, blq__iversion *out, blq_error *err);
 
 #endif

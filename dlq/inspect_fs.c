@@ -63,6 +63,7 @@ typedef struct ifile {
 	unsigned format;
 	uint64_t version;
 	blq__ckpt ck; /* zero when the file has no valid checkpoint */
+	char bad[128]; /* file_open's 2: why it cannot be read */
 } ifile;
 
 static void file_close(ifile *f)
@@ -76,8 +77,11 @@ static void file_close(ifile *f)
 	f->ck.bits = NULL;
 }
 
-/* Opens and reads a->path/name: 1 read, 0 gone (or not a regular file),
- * negative error. */
+/* Opens and reads a->path/name: 1 read, 0 gone (no such file: a restorer
+ * took it), 2 unreadable (f->bad says why: not a regular file, a symbolic
+ * link, no permission; nothing else of f is set), negative error. The
+ * fs reader opens its files the same way (O_NOFOLLOW, regular files
+ * only), so what is unreadable here is never restored either. */
 static int file_open(const blq__iarea *a, const char *name, ifile *f, blq_error *err)
 {
 	memset(f, 0, sizeof(*f));
@@ -87,14 +91,28 @@ static int file_open(const blq__iarea *a, const char *name, ifile *f, blq_error 
 		return blq__error_set(err, BLQ_EINVAL, "\"%s/%s\": path too long", a->path, name);
 	f->name = strrchr(f->path, '/') + 1;
 	f->fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (f->fd < 0 && (errno == ENOENT || errno == ELOOP))
+	if (f->fd < 0 && errno == ENOENT)
 		return 0;
-	if (f->fd < 0)
-		return blq__error_set(err, BLQ_EIO, "cannot open \"%s\": %s", f->path,
-				      strerror(errno));
+	if (f->fd < 0) {
+		struct stat l;
+		bool link = errno == ELOOP && lstat(f->path, &l) == 0 && S_ISLNK(l.st_mode);
+		if (link)
+			snprintf(f->bad, sizeof(f->bad), "a symbolic link (dump files are "
+				 "never followed through links)");
+		else
+			snprintf(f->bad, sizeof(f->bad), "cannot open: %s", strerror(errno));
+		return 2;
+	}
 	if (fstat(f->fd, &f->st) != 0 || !S_ISREG(f->st.st_mode)) {
-		file_close(f);
-		return 0;
+		snprintf(f->bad, sizeof(f->bad), "not a regular file (%s)",
+			 S_ISDIR(f->st.st_mode) ? "a directory"
+			 : S_ISFIFO(f->st.st_mode) ? "a FIFO"
+			 : S_ISSOCK(f->st.st_mode) ? "a socket"
+			 : S_ISCHR(f->st.st_mode) || S_ISBLK(f->st.st_mode) ? "a device"
+									    : "of another type");
+		close(f->fd);
+		f->fd = -1;
+		return 2;
 	}
 	if ((uint64_t)f->st.st_size <= BLQ__FS_FILE_MAX) {
 		int rc = blq__fs_read_all(f->fd, (size_t)f->st.st_size, &f->buf, &f->len);
@@ -132,10 +150,11 @@ typedef int (*rec_fn)(void *ctx, const ifile *f, uint64_t index, size_t off,
 		      const blq_dump_record *rec);
 
 /* Hands out f's good records; returns 0 when the file is whole, else a
- * damage code with *at and words in why. versioned: another version than
- * want is damage. *stopped when fn stopped it. */
-static int walk(const ifile *f, bool versioned, uint64_t want, rec_fn fn, void *ctx, size_t *at,
-		char *why, size_t cap, bool *stopped)
+ * damage code with *at and words in why. A version other than the dump's
+ * is no damage: each record carries the file's. *stopped when fn stopped
+ * it. */
+static int walk(const ifile *f, rec_fn fn, void *ctx, size_t *at, char *why, size_t cap,
+		bool *stopped)
 {
 	blq_dump_record rec;
 	size_t off = BLQ__DUMP_HEADER;
@@ -156,12 +175,6 @@ static int walk(const ifile *f, bool versioned, uint64_t want, rec_fn fn, void *
 			snprintf(why, cap, "%s", blq__dump_parse_str(f->hdr));
 		}
 		return f->hdr;
-	}
-	if (versioned && f->version != want) {
-		*at = 8;
-		snprintf(why, cap, "version %llu, this dump is %llu", (unsigned long long)f->version,
-			 (unsigned long long)want);
-		return BLQ__DUMP_BAD_FORMAT;
 	}
 	for (uint64_t i = 0;; i++) {
 		size_t start = off;
@@ -309,14 +322,19 @@ int blq__ifs_list(blq_inspect *in, const blq__iarea *a, blq_inspect_part_fn fn, 
 		if (k <= 0)
 			continue; /* gone meanwhile: not a part any more */
 		snprintf(loc, sizeof(loc), "%s/%s", blq_inspect_area_name(a->area), f.name);
-		blq_inspect_part p = {.loc = loc, .area = a->area, .name = f.name,
-				      .bytes = (uint64_t)f.st.st_size, .held = held(&f.st)};
-		list_acc acc = {&p, &f.ck, mtime_ns(&f.st)};
-		p.damaged = walk(&f, a->versioned, in->version, list_rec, &acc, &at, why, sizeof(why),
-				 &stopped) != 0;
+		blq_inspect_part p = {.loc = loc, .area = a->area, .name = f.name};
+		if (k == 2) {
+			p.unreadable = f.bad;
+		} else {
+			p.bytes = (uint64_t)f.st.st_size;
+			p.held = held(&f.st);
+			list_acc acc = {&p, &f.ck, mtime_ns(&f.st)};
+			p.damaged = walk(&f, list_rec, &acc, &at, why, sizeof(why), &stopped) != 0;
+		}
 		if (f.hdr == BLQ__DUMP_OK) {
 			p.format = f.format;
 			p.version = f.version;
+			p.other_version = in->version_set && f.version != in->version;
 		}
 		*stop = fn(ctx, &p) != 0;
 		file_close(&f);
@@ -399,13 +417,12 @@ static int scan_file(blq_inspect *in, const blq__iarea *a, const char *name, boo
 
 	snprintf(s.part, sizeof(s.part), "%s/%s", blq_inspect_area_name(a->area), name);
 	int k = file_open(a, name, &f, err);
-	if (k <= 0) {
-		if (k == 0)
-			emit_report(&s, BLQ_INSPECT_GONE, "gone (restored, moved or deleted)", 0);
-		return k;
-	}
-	int damage = walk(&f, a->versioned, in->version, scan_rec, &s, &at, why, sizeof(why),
-			  &stopped);
+	if (k == 0 || k == 2)
+		emit_report(&s, k == 0 ? BLQ_INSPECT_GONE : BLQ_INSPECT_UNREADABLE,
+			    k == 0 ? "gone (restored, moved or deleted)" : f.bad, 0);
+	if (k != 1)
+		return k < 0 ? k : 0;
+	int damage = walk(&f, scan_rec, &s, &at, why, sizeof(why), &stopped);
 	if (s.o.nomem) {
 		file_close(&f);
 		free(s.o.offs);
@@ -471,10 +488,146 @@ static const char *dump_match(const blq_inspect *in)
 }
 
 int blq__ifs_append(blq_inspect *in, const blq__buf *b, size_t count, unsigned format,
-		    blq_error *err)
+		    uint64_t version, blq_error *err)
 {
-	return write_batch(in->areas[BLQ_INSPECT_DUMP].path, in->mask, dump_match(in), b, count,
-			   format, in->version, err);
+	char mask[256];
+	int rc = blq__ifs_mask(in, mask, err);
+	if (rc != 0)
+		return rc;
+	return write_batch(in->areas[BLQ_INSPECT_DUMP].path, mask, dump_match(in), b, count,
+			   format, version, err);
+}
+
+/* n digits at p. */
+static bool digits(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] < '0' || p[i] > '9')
+			return false;
+	return true;
+}
+
+/* Where the default mask's stem ("%Y-%m-%d--%H-%M-%S--%i": 2026-11-27--
+ * 13-11-42--000071) starts in name, and its length; false when absent. */
+static bool find_stem(const char *name, size_t *at, size_t *len)
+{
+	size_t n = strlen(name);
+	for (size_t i = 0; i + 28 <= n; i++) {
+		const char *p = name + i;
+		if (!digits(p, 4) || p[4] != '-' || !digits(p + 5, 2) || p[7] != '-' ||
+		    !digits(p + 8, 2) || memcmp(p + 10, "--", 2) != 0 || !digits(p + 12, 2) ||
+		    p[14] != '-' || !digits(p + 15, 2) || p[17] != '-' || !digits(p + 18, 2) ||
+		    memcmp(p + 20, "--", 2) != 0 || !digits(p + 22, 6))
+			continue;
+		size_t k = 28;
+		while (p[k] >= '0' && p[k] <= '9')
+			k++;
+		*at = i;
+		*len = k;
+		return true;
+	}
+	return false;
+}
+
+/* "%" doubled: a literal part of a strftime mask. */
+static size_t put_literal(char *out, size_t cap, const char *s, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n && k + 2 < cap; i++) {
+		if (s[i] == '%')
+			out[k++] = '%';
+		out[k++] = s[i];
+	}
+	out[k] = '\0';
+	return k;
+}
+
+/* The mask the area's file names show: 1 found (mask set), 0 none has the
+ * default stem, BLQ_EINVAL two disagree. */
+static int names_mask(const blq__iarea *a, char *mask, blq_error *err)
+{
+	glob_t g;
+	char first[256] = "";
+	int rc = list_files(a, &g, err), found = 0;
+
+	for (size_t i = 0; rc == 0 && i < g.gl_pathc; i++) {
+		const char *name = base_of(g.gl_pathv[i]);
+		size_t at, len;
+		if (!find_stem(name, &at, &len))
+			continue;
+		char m[256];
+		size_t k = put_literal(m, sizeof(m) - 40, name, at);
+		k += (size_t)snprintf(m + k, sizeof(m) - k, "%%Y-%%m-%%d--%%H-%%M-%%S--%%i");
+		put_literal(m + k, sizeof(m) - k, name + at + len, strlen(name + at + len));
+		if (found == 0) {
+			snprintf(mask, 256, "%s", m);
+			snprintf(first, sizeof(first), "%s", name);
+			found = 1;
+		} else if (strcmp(m, mask) != 0) {
+			rc = blq__error_set(err, BLQ_EINVAL,
+					    "cannot know the names to write into %s: its files are "
+					    "named two ways (\"%s\", \"%s\"); give the dump's "
+					    "match (blq-dlq --match 'KEY.*.bin') or a file mask",
+					    a->path, first, name);
+		}
+	}
+	globfree(&g);
+	return rc != 0 ? rc : found;
+}
+
+int blq__ifs_mask(blq_inspect *in, char *mask, blq_error *err)
+{
+	snprintf(mask, 256, "%s", in->mask);
+	if (in->mask_set)
+		return 0;
+	/* The dump's own names first: they are what its reader takes. Then
+	 * the dead store's (the restorer names them with the dump's mask
+	 * when it is configured like blq-demo's). */
+	static const enum blq_inspect_area order[] = {BLQ_INSPECT_DUMP, BLQ_INSPECT_DEAD};
+	for (size_t i = 0; i < 2; i++) {
+		const blq__iarea *a = &in->areas[order[i]];
+		if (a->kind != BLQ__IAREA_DIR)
+			continue;
+		int rc = names_mask(a, mask, err);
+		if (rc != 0)
+			return rc < 0 ? rc : 0;
+	}
+	snprintf(mask, 256, "%s", in->mask);
+	return 0;
+}
+
+int blq__ifs_version(const blq__iarea *a, blq__iversion *out, blq_error *err)
+{
+	glob_t g;
+	int rc = list_files(a, &g, err);
+
+	memset(out, 0, sizeof(*out));
+	/* Newest (last by name) first: out->v is the newest file's. Only the
+	 * header is read, so this stays cheap on a large dump. */
+	for (size_t k = g.gl_pathc; rc == 0 && k-- > 0;) {
+		unsigned char h[BLQ__DUMP_HEADER];
+		unsigned format;
+		uint64_t v;
+		int fd = open(g.gl_pathv[k], O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		bool ok = pread(fd, h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
+			  blq__dump_header_check(h, sizeof(h), &format, &v) == BLQ__DUMP_OK;
+		close(fd);
+		if (!ok)
+			continue; /* damage says nothing of the version */
+		if (!out->found) {
+			out->found = true;
+			out->v = v;
+			snprintf(out->where, sizeof(out->where), "%s/%s",
+				 blq_inspect_area_name(a->area), base_of(g.gl_pathv[k]));
+		} else if (v != out->v && !out->mixed) {
+			out->mixed = true;
+			out->other = v;
+		}
+	}
+	globfree(&g);
+	return rc;
 }
 
 typedef struct copy_acc {
@@ -515,7 +668,7 @@ static int copy_rec(void *ctx, const ifile *f, uint64_t index, size_t off,
 }
 
 int blq__ifs_salvage(blq_inspect *in, const blq__iarea *a, const char *file, const char *out_dir,
-		     const char *mask, uint64_t *written, blq_error *err)
+		     const char *mask, const uint64_t *version, uint64_t *written, blq_error *err)
 {
 	ifile f;
 	copy_acc c = {.format = 1};
@@ -527,22 +680,27 @@ int blq__ifs_salvage(blq_inspect *in, const blq__iarea *a, const char *file, con
 	if (rc == 0)
 		return blq__error_set(err, BLQ_EINVAL, "salvage: \"%s/%s\": no such file", a->path,
 				      file);
+	if (rc == 2)
+		return blq__error_set(err, BLQ_EINVAL, "salvage: \"%s/%s\": %s", a->path, file,
+				      f.bad);
 	if (rc < 0)
 		return rc;
 	rc = 0;
 	if (f.hdr != BLQ__DUMP_OK) {
-		walk(&f, false, 0, NULL, NULL, &at, why, sizeof(why), &stopped);
+		walk(&f, NULL, NULL, &at, why, sizeof(why), &stopped);
 		rc = blq__error_set(err, BLQ_EINVAL, "salvage: \"%s\": not a dump file: %s", f.path,
 				    why);
 	} else {
-		/* Another version is no damage here: the records keep theirs. */
-		walk(&f, false, 0, copy_format, &c, &at, why, sizeof(why), &stopped);
-		walk(&f, false, 0, copy_rec, &c, &at, why, sizeof(why), &stopped);
+		/* Another version is no damage: the copy is written as the
+		 * dump's version when known (its reader takes it), else the
+		 * file's. */
+		walk(&f, copy_format, &c, &at, why, sizeof(why), &stopped);
+		walk(&f, copy_rec, &c, &at, why, sizeof(why), &stopped);
 		if (c.nomem)
 			rc = blq__error_set(err, BLQ_ENOMEM, "salvage: out of memory");
 		else if (c.count > 0)
 			rc = write_batch(out_dir, mask, dump_match(in), &c.b, c.count, c.format,
-					 f.version, err);
+					 version != NULL ? *version : f.version, err);
 	}
 	if (rc == 0 && written != NULL)
 		*written = c.count;
@@ -641,12 +799,14 @@ static int delete_file(blq_inspect *in, const blq__iarea *a, const char *name,
 	int rc = file_open(a, name, &f, err);
 
 	snprintf(part, sizeof(part), "%s/%s", blq_inspect_area_name(a->area), name);
-	if (rc <= 0) {
-		if (rc == 0)
-			blq__idel_report(d, part, BLQ_INSPECT_NOT_FOUND, true, 0, 0, NULL,
-					 "%s: no such file (restored, moved or deleted)", part);
-		return rc;
-	}
+	if (rc == 2)
+		blq__idel_report(d, part, BLQ_INSPECT_REFUSED, true, 0, 0, NULL,
+				 "%s: %s; left alone", part, f.bad);
+	if (rc == 0)
+		blq__idel_report(d, part, BLQ_INSPECT_NOT_FOUND, true, 0, 0, NULL,
+				 "%s: no such file (restored, moved or deleted)", part);
+	if (rc != 1)
+		return rc < 0 ? rc : 0;
 	rc = 0;
 	/* The restorer's lock: held by one means skip; held by us means no
 	 * restorer claims the file until we are done with it. */
@@ -668,7 +828,7 @@ static int delete_file(blq_inspect *in, const blq__iarea *a, const char *name,
 	free(f.ck.bits);
 	if (!blq__ckpt_path(f.path, ckpt, sizeof(ckpt)) || !blq__ckpt_load(ckpt, &f.st, &f.ck))
 		memset(&f.ck, 0, sizeof(f.ck));
-	int damage = walk(&f, a->versioned, in->version, note_off, &o, &at, why, sizeof(why),
+	int damage = walk(&f, note_off, &o, &at, why, sizeof(why),
 			  &stopped);
 	if (o.nomem) {
 		rc = blq__error_set(err, BLQ_ENOMEM, "delete: out of memory");
@@ -718,7 +878,7 @@ static int delete_file(blq_inspect *in, const blq__iarea *a, const char *name,
 		c.format = f.format;
 		c.skip = &f.ck;
 		c.drop = drop;
-		walk(&f, false, 0, copy_rec, &c, &at, why, sizeof(why), &stopped);
+		walk(&f, copy_rec, &c, &at, why, sizeof(why), &stopped);
 		if (c.nomem)
 			rc = blq__error_set(err, BLQ_ENOMEM, "delete: out of memory");
 		else if (dry || (rc = rewrite(a, &f, &c, err)) == 0)

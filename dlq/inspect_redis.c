@@ -247,8 +247,7 @@ static void entry_record(blq_inspect *in, const blq__iarea *a, const page *pg,
 	snprintf(loc, BLQ_INSPECT_LOC_MAX, "%s:%.*s", blq_inspect_area_name(a->area),
 		 id ? (int)id->len : 1, id ? id->str : "?");
 	if (e->type == REDIS_REPLY_ARRAY && e->elements >= 2)
-		bad = blq__redis_entry_check(e->element[1], a->versioned ? &in->version : NULL, &v,
-					     &rf, &rr, &rec);
+		bad = blq__redis_entry_check(e->element[1], NULL, &v, &rf, &rr, &rec);
 	const redisReply *reason = e->type == REDIS_REPLY_ARRAY && e->elements >= 2
 					   ? field(e->element[1], "reason")
 					   : NULL;
@@ -477,7 +476,7 @@ int blq__ir_delete(blq_inspect *in, const blq__iarea *a, const blq_inspect_loc *
 /* ---- append ---- */
 
 int blq__ir_append(blq_inspect *in, const blq__buf *b, size_t count, unsigned format,
-		   blq_error *err)
+		   uint64_t version, blq_error *err)
 {
 	blq_dump_redis_config c = in->redis->cfg;
 	size_t done;
@@ -486,9 +485,37 @@ int blq__ir_append(blq_inspect *in, const blq__buf *b, size_t count, unsigned fo
 	blq_dump_writer *w = blq_dump_redis_writer_new(&c, err);
 	if (w == NULL)
 		return BLQ_EIO;
-	blq_dump_batch batch = {.version = in->version, .data = b->p, .len = b->len,
+	blq_dump_batch batch = {.version = version, .data = b->p, .len = b->len,
 				.count = count, .format = format};
 	int rc = w->write(w, &batch, &done, err);
 	blq_dump_writer_free(w);
 	return rc;
+}
+
+/* ---- the version ---- */
+
+int blq__ir_version(blq_inspect *in, const blq__iarea *a, blq__iversion *out, blq_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	/* The newest entries that parse: a bad one (a foreign writer's) says
+	 * nothing of the version the dump's own writer uses. */
+	redisReply *rep = cmd(in, false, err, 6, "XREVRANGE", a->key, "+", "-", "COUNT", "16");
+	if (rep == NULL)
+		return err != NULL && err->code ? err->code : BLQ_EIO;
+	for (size_t i = 0; rep->type == REDIS_REPLY_ARRAY && i < rep->elements && !out->found;
+	     i++) {
+		const redisReply *e = rep->element[i], *v, *rr;
+		const char *rf;
+		blq_dump_record rec;
+		if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 ||
+		    blq__redis_entry_check(e->element[1], NULL, &v, &rf, &rr, &rec) != NULL)
+			continue;
+		out->found = true;
+		out->v = rec.version;
+		const redisReply *id = entry_id(e);
+		snprintf(out->where, sizeof(out->where), "stream %.200s, entry %.48s", a->key,
+			 id ? id->str : "?");
+	}
+	freeReplyObject(rep);
+	return 0;
 }

@@ -40,8 +40,14 @@ int blq__ir_delete(blq_inspect *in, const blq__iarea *a, const blq_inspect_loc *
 }
 
 int blq__ir_append(blq_inspect *in, const blq__buf *b, size_t count, unsigned format,
-		   blq_error *err)
+		   uint64_t version, blq_error *err)
 {
-	(void)in, (void)b, (void)count, (void)format;
+	(void)in, (void)b, (void)count, (void)format, (void)version;
+	return blq__error_set(err, BLQ_ENOTSUP, "built without BLQ_WITH_REDIS");
+}
+
+int blq__ir_version(blq_inspect *in, const blq__iarea *a, blq__iversion *out, blq_error *err)
+{
+	(void)in, (void)a, (void)out;
 	return blq__error_set(err, BLQ_ENOTSUP, "built without BLQ_WITH_REDIS");
 }

@@ -122,8 +122,12 @@ typedef struct blq_inspect_config {
 	const char *match;
 	/** Its quarantine. Default `DIRECTORY/quarantine`; may be missing. */
 	const char *quarantine;
-	/** Names of files blq_inspect_append writes, as the writer's
-	 * file_mask (must match `match`). Default the writer's. */
+	/** Names of files blq_inspect_append, salvage and redrive write, as
+	 * the writer's file_mask (must match `match`). Default: made from
+	 * `match` when it has one '*' and no other wildcard (the writer's
+	 * default stem "%Y-%m-%d--%H-%M-%S--%i" in place of the '*', so
+	 * "orders.*.bin" gives the names blq-demo writes for key orders,
+	 * and "*.bin" the writer's default), else the writer's default. */
 	const char *file_mask;
 	/** A stream dump: the stream's key (1..200 bytes). */
 	const char *key;
@@ -143,10 +147,16 @@ typedef struct blq_inspect_config {
 	const char *dead_match;
 	/** ... or a stream on `host`:`port`. At most one of the two. */
 	const char *dead_key;
-	/** The dump's version (blq_dump_config.version): a file or entry of
-	 * another version is what its reader would quarantine, and is
-	 * reported as damaged; blq_inspect_append writes it. */
+	/** The dump's version (blq_dump_config.version), when the caller
+	 * knows it: read only when version_set. Records are read whatever
+	 * their version (each record says its own); a part of another
+	 * version is noted (blq_inspect_part.other_version), never damage.
+	 * Writes (blq_inspect_append, salvage, redrive) use it, and are
+	 * refused when the dump's own files or entries say another. */
 	uint64_t version;
+	/** version is given. false (the default): what the dump says is used
+	 * (blq_inspect_version), and version only when nothing says. */
+	bool version_set;
 } blq_inspect_config;
 
 /**
@@ -174,6 +184,40 @@ BLQ_API blq_inspect *blq_inspect_open(const blq_inspect_config *cfg, blq_error *
  * \param in the inspector; NULL is a no-op.
  */
 BLQ_API void blq_inspect_close(blq_inspect *in);
+
+/**
+ * The version writes into this dump use: the config's when set
+ * (blq_inspect_config.version_set, blq_inspect_set_version), else the one
+ * the dump's newest file header or stream entry says, else the dead
+ * store's (the restorer writes each dead record with the version it read
+ * it with, which is the dump's). The quarantine is never asked: a file
+ * may be there for its version.
+ * \param in the inspector.
+ * \param[out] version the version.
+ * \param[out] err optional.
+ * \retval 0 \p version set.
+ * \retval 1 nothing says it (the dump and its dead store hold no record,
+ *         and none was given): \p version is the config's version, 0 by
+ *         default as blq_dump_config's, and writes use it.
+ * \retval BLQ_EINVAL a NULL argument; the given version differs from the
+ *         dump's files or entries; the dump's files disagree (the
+ *         message names a file of each version).
+ * \retval BLQ_EIO a directory that cannot be listed, a Redis error.
+ * \threadsafety As the inspector.
+ */
+BLQ_API int blq_inspect_version(blq_inspect *in, uint64_t *version, blq_error *err);
+
+/**
+ * Give the dump's version after blq_inspect_open, as
+ * blq_inspect_config.version with version_set (a tool that learns it
+ * from what it imports).
+ * \param in the inspector.
+ * \param version the version.
+ * \retval 0 set.
+ * \retval BLQ_EINVAL \p in NULL.
+ * \threadsafety As the inspector.
+ */
+BLQ_API int blq_inspect_set_version(blq_inspect *in, uint64_t version);
 
 /* ---- list --------------------------------------------------------- */
 
@@ -208,6 +252,14 @@ typedef struct blq_inspect_part {
 	/** File: its header's format (1 or 2) and version; 0 when damaged. */
 	unsigned format;
 	uint64_t version; /**< see format */
+	/** File: a version other than the one given
+	 * (blq_inspect_config.version_set): a reader of that version
+	 * quarantines it. Never damage: its records read as any. */
+	bool other_version;
+	/** File: why it cannot be read at all ("not a regular file (a
+	 * directory)", "a symbolic link ...", "cannot open: ..."), else
+	 * NULL. A restorer never reads it either; it has no records. */
+	const char *unreadable;
 	/** Stream dump: the group exists. */
 	bool group_exists;
 	/** Stream dump: entries delivered to a consumer and not acked. */
@@ -244,6 +296,9 @@ enum blq_inspect_state {
 				  * follows it in that file), or a bad entry */
 	BLQ_INSPECT_GONE = 2,    /**< the file went (a restorer removed or moved it)
 				  * before it could be read */
+	BLQ_INSPECT_UNREADABLE = 3, /**< the name matches but cannot be read as a
+				     * dump file (damage says why: a directory, a
+				     * symbolic link, no permission) */
 };
 
 /** A record (or a damage or gone report) as blq_inspect_scan hands it
@@ -325,6 +380,7 @@ typedef struct blq_inspect_summary {
 	uint64_t bytes;   /**< their bytes (blq_inspect_record.size) */
 	uint64_t damaged; /**< damage reports (files and entries) */
 	uint64_t gone;    /**< files gone while read */
+	uint64_t unreadable; /**< names that match but cannot be read (BLQ_INSPECT_UNREADABLE) */
 } blq_inspect_summary;
 
 /**
@@ -336,7 +392,8 @@ typedef struct blq_inspect_summary {
  * \param ctx passed to \p fn.
  * \param[out] err optional.
  * \retval 0 no damage.
- * \retval 1 damage found (out->damaged > 0): an exit code for a tool.
+ * \retval 1 damage found (out->damaged or out->unreadable > 0): an exit
+ *         code for a tool.
  * \retval others as blq_inspect_scan.
  */
 BLQ_API int blq_inspect_verify(blq_inspect *in, const blq_inspect_filter *f,
@@ -471,6 +528,106 @@ typedef struct blq_inspect_item {
  */
 BLQ_API int blq_inspect_append(blq_inspect *in, const blq_inspect_item *items, size_t n,
 			       blq_error *err);
+
+/* ---- redrive ------------------------------------------------------ */
+
+/** What blq_inspect_redrive did (so far, when handed to its progress
+ * callback). */
+typedef struct blq_inspect_redrive_stats {
+	uint64_t moved;    /**< records written to the target, then deleted from the source */
+	uint64_t salvaged; /**< of moved: intact records of damaged files */
+	uint64_t files_salvaged; /**< damaged files salvaged whole, then deleted */
+	uint64_t batches;  /**< batches written */
+	uint64_t version;  /**< the version the records were written with */
+	bool reset_restores; /**< restore counts were written as 0 */
+	double elapsed_s;  /**< since the start */
+} blq_inspect_redrive_stats;
+
+/** Receives the progress; return 0 to go on, anything else to stop the
+ * redrive (between batches: none is left half done). */
+typedef int (*blq_inspect_redrive_fn)(void *ctx, const blq_inspect_redrive_stats *st);
+
+/** What blq_inspect_redrive moves, where, how fast. Zero is the default
+ * everywhere; only read during the call. */
+typedef struct blq_inspect_redrive_config {
+	/** The target: another inspector's dump area; NULL: the source's
+	 * own dump area. */
+	blq_inspect *to;
+	/** The source: an area or a file ("dead", "quarantine/F"); NULL:
+	 * "dead". The dump area (or a file of it) needs another target. */
+	const char *from;
+	/** Records to move (file records "AREA/F#I@OFF", stream entries
+	 * "AREA:ID"), all in one batch (deleting some records of a file
+	 * moves the others); NULL: every record of `from` the filter
+	 * passes. */
+	const char *const *locs;
+	size_t nlocs; /**< their number */
+	/** reasons, since_ns, until_ns, newest_first and limit (records in
+	 * all) select; part, skip and records_only are not read. NULL: all. */
+	const blq_inspect_filter *filter;
+	/** Records per second, paced against a schedule started with the
+	 * first batch (batch k no earlier than start + k * batch / rate);
+	 * 0: as fast as it goes. At most 1e6. */
+	double rate;
+	/** Records per batch. 0: rate / 10 (at least 1) with a rate, else
+	 * 500. At most 10000. */
+	size_t batch;
+	/** From the dead store, records are written with restore count 0 so
+	 * that the target's restorer does not send them straight back to
+	 * the dead store (max_restores); true keeps each count. From any
+	 * other area counts are always kept. */
+	bool keep_restores;
+	/** Optional: after each batch and every 50 ms while waiting for the
+	 * rate; its non-zero return stops the redrive. */
+	blq_inspect_redrive_fn progress;
+	void *ctx; /**< passed to progress */
+} blq_inspect_redrive_config;
+
+/**
+ * Move records back into a dump that a restorer consumes (from its dead
+ * store or quarantine, or from another dump), at a rate. The one redrive
+ * of blq-dlq and blq-demo.
+ *
+ * Each batch is checked by a dry run of its delete first: a batch whose
+ * records could not all be deleted from the source (a file a restorer
+ * holds, a stale location, records selected out of a damaged file) is
+ * not written at all and the redrive stops (BLQ_EREFUSED), so no run
+ * leaves another copy of them. Then the batch is appended to the target
+ * (durable when it returns) and deleted from the source: a crash between
+ * the two leaves a duplicate, never a loss (at-least-once). Records a
+ * restorer marked done are left out (they were restored).
+ *
+ * A damaged file of the source is salvaged whole when the selection has
+ * no filter and no locations: its intact records are appended as one
+ * batch, then the file is deleted, so a second run finds nothing of it
+ * and delivers nothing twice. With a filter or locations it is refused
+ * (BLQ_EREFUSED, before anything is moved): salvage it first.
+ *
+ * The target's version is blq_inspect_version's of the target, else of
+ * the source (a dead store's records have the dump's version), else the
+ * target's config's (0 by default); out->version says which was used.
+ *
+ * \param from the source's inspector.
+ * \param cfg what to move; NULL: every record of the dead store, into the
+ *        source's own dump, as fast as it goes.
+ * \param[out] out optional; what was done (also when it fails: what was
+ *        moved before the failure stays moved).
+ * \param[out] err optional; the message says what was moved and what was
+ *        not.
+ * \retval 0 done (out->moved 0: nothing matched).
+ * \retval 1 the progress callback stopped it.
+ * \retval BLQ_EINVAL a NULL inspector, a bad from or location, a rate
+ *         out of range, the dump area into itself, a version given that
+ *         the dump's files contradict, or files named two ways.
+ * \retval BLQ_EREFUSED records that cannot be deleted from the source,
+ *         a damaged file under a filter: nothing of that batch written.
+ * \retval BLQ_EIO a write or a delete failed (the message says whether
+ *         the batch was written: duplicates, never a loss).
+ * \retval BLQ_ENOMEM out of memory.
+ * \threadsafety Uses both inspectors; one thread at a time for each.
+ */
+BLQ_API int blq_inspect_redrive(blq_inspect *from, const blq_inspect_redrive_config *cfg,
+				blq_inspect_redrive_stats *out, blq_error *err);
 
 /* ---- JSON lines --------------------------------------------------- */
 

@@ -32,9 +32,11 @@ check_rc "verify --json" 1 "$DLQ" verify "$D" --json
 check "verify --json: damage lines" "$(grep -c '"state":"damaged"' "$T/out")" 3
 check_rc "verify a good file" 0 "$DLQ" verify "$SRC"
 
-# redrive cannot delete a damaged file's records (refused): it must not
-# write them either, or each run leaves another copy in the dump.
-check_rc "redrive from a damaged file" 3 "$DLQ" redrive "$D" --from quarantine/trunc.bin
+# redrive cannot delete some records of a damaged file (refused): with a
+# filter picking them it must not write them either, or each run leaves
+# another copy in the dump. (With no filter it salvages the file whole:
+# tests/demo/dlq_journey_e2e.sh.)
+check_rc "redrive from a damaged file" 3 "$DLQ" redrive "$D" --from quarantine/trunc.bin --limit 1
 has "redrive from a damaged file: says so" "$T/err" "1 refused"
 has "redrive from a damaged file: nothing written" "$T/err" "nothing of it was written"
 check "redrive from a damaged file: dump untouched" "$(ls "$D" | grep -c '\.bin$')" 0

@@ -60,6 +60,10 @@ static const struct option long_opts[] = {
 	{"yes", no_argument, NULL, O_YES},
 	{"dry-run", no_argument, NULL, O_DRY_RUN},
 	{"batch", required_argument, NULL, O_BATCH},
+	{"file-mask", required_argument, NULL, O_FILE_MASK},
+	{"to-version", required_argument, NULL, O_TO_VERSION},
+	{"to-match", required_argument, NULL, O_TO_MATCH},
+	{"keep-restores", no_argument, NULL, O_KEEP_RESTORES},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -189,7 +193,11 @@ int cli_parse(const struct cli_cmd *c, int argc, char **argv, struct cli_opts *o
 		case O_MATCH: o->match = a; break;
 		case O_QUARANTINE: o->quarantine = a; break;
 		case O_DEAD_MATCH: o->dead_match = a; break;
-		case O_DUMP_VERSION: ok = parse_u64(a, &o->version); break;
+		case O_DUMP_VERSION: ok = o->version_set = parse_u64(a, &o->version); break;
+		case O_TO_VERSION: ok = o->to_version_set = parse_u64(a, &o->to_version); break;
+		case O_FILE_MASK: o->file_mask = a; break;
+		case O_TO_MATCH: o->to_match = a; break;
+		case O_KEEP_RESTORES: o->keep_restores = true; break;
 		case O_JSON: o->json = true; break;
 		case O_PART: o->part = a; break;
 		case O_LOC:
@@ -300,10 +308,17 @@ blq_inspect *cli_open(const struct cli_opts *o, const char *source, bool with_op
 	} else {
 		cfg.directory = source;
 	}
+	cfg.file_mask = o->file_mask;
+	if (!with_opts) { /* a --to target */
+		cfg.match = o->to_match;
+		cfg.version = o->to_version;
+		cfg.version_set = o->to_version_set;
+	}
 	if (with_opts) {
 		cfg.match = o->match;
 		cfg.quarantine = o->quarantine;
 		cfg.version = o->version;
+		cfg.version_set = o->version_set;
 		cfg.dead_match = o->dead_match;
 		if (o->dead != NULL && is_redis(o->dead)) {
 			const char *h, *k, *g;

@@ -30,13 +30,14 @@ enum {
 enum cli_opt {
 	O_DEAD, O_MATCH, O_QUARANTINE, O_DEAD_MATCH, O_DUMP_VERSION, O_JSON, O_PART, O_LOC,
 	O_REASON, O_SINCE, O_UNTIL, O_LIMIT, O_NEWEST, O_FULL, O_DECODER, O_RATE, O_TO,
-	O_FROM, O_OUTPUT, O_INTO, O_YES, O_DRY_RUN, O_BATCH, O_COUNT
+	O_FROM, O_OUTPUT, O_INTO, O_YES, O_DRY_RUN, O_BATCH, O_FILE_MASK, O_TO_VERSION,
+	O_TO_MATCH, O_KEEP_RESTORES, O_COUNT
 };
 #define CLI_BIT(o) (1ull << (o))
 /* What every subcommand that opens a dump takes. */
 #define CLI_SOURCE_OPTS                                                                     \
 	(CLI_BIT(O_DEAD) | CLI_BIT(O_MATCH) | CLI_BIT(O_QUARANTINE) | CLI_BIT(O_DEAD_MATCH) | \
-	 CLI_BIT(O_DUMP_VERSION))
+	 CLI_BIT(O_DUMP_VERSION) | CLI_BIT(O_FILE_MASK))
 /* Selecting records (cli_select). */
 #define CLI_SELECT_OPTS                                                                   \
 	(CLI_BIT(O_PART) | CLI_BIT(O_LOC) | CLI_BIT(O_REASON) | CLI_BIT(O_SINCE) |        \
@@ -45,8 +46,13 @@ enum cli_opt {
 #define CLI_MAX_LOCS 256
 
 struct cli_opts {
-	const char *dead, *match, *quarantine, *dead_match;
-	uint64_t version;
+	const char *dead, *match, *quarantine, *dead_match, *file_mask;
+	uint64_t version; /* --dump-version, when version_set */
+	bool version_set;
+	uint64_t to_version; /* --to-version (the --to target's), when to_version_set */
+	bool to_version_set;
+	const char *to_match; /* --to-match: the --to directory's files */
+	bool keep_restores;
 	bool json, full, newest, yes, dry_run;
 	const char *part;
 	const char *locs[CLI_MAX_LOCS];
@@ -89,7 +95,8 @@ int cli_parse(const struct cli_cmd *c, int argc, char **argv, struct cli_opts *o
 int cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Opens the dump a source names (DIR or redis://HOST:PORT/KEY[?group=G]),
- * with the dead store, match, quarantine and version of o when with_opts.
+ * with the dead store, match, quarantine and version of o when with_opts,
+ * else as a --to target (--to-match, --to-version); --file-mask either way.
  * NULL after a message (*code: CLI_USAGE for a bad spelling, CLI_RUNTIME
  * when the dump cannot be opened). */
 blq_inspect *cli_open(const struct cli_opts *o, const char *source, bool with_opts, int *code);

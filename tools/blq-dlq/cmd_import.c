@@ -13,6 +13,31 @@
 /* Items per append: one dump file each (or a pipeline of entries). */
 #define IMPORT_BATCH 1000
 
+/* The version written: TARGET's (given, or what its files, entries or
+ * dead store say), else the lines' own when they all agree (an export of
+ * the same dump); refused when nothing says which. */
+static int pick_version(blq_inspect *in, const struct cli_opts *o, const blq_inspect_jsonl *v,
+			size_t n)
+{
+	uint64_t ver;
+	blq_error err = {0};
+	int rc = blq_inspect_version(in, &ver, &err);
+	if (rc < 0)
+		return cli_fail(rc == BLQ_EINVAL ? CLI_USAGE : CLI_RUNTIME, "import: %s: %s",
+				o->args[0], err.msg);
+	if (rc == 0)
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if (v[i].version != v[0].version)
+			return cli_fail(CLI_USAGE, "import: %s holds nothing that says its version, "
+						   "and the lines have %llu and %llu: give "
+						   "--dump-version (nothing imported)",
+					o->args[0], (unsigned long long)v[0].version,
+					(unsigned long long)v[i].version);
+	blq_inspect_set_version(in, v[0].version);
+	return 0;
+}
+
 static int run(struct cli_opts *o)
 {
 	const char *name = o->nargs > 1 && strcmp(o->args[1], "-") != 0 ? o->args[1] : NULL;
@@ -58,6 +83,8 @@ static int run(struct cli_opts *o)
 		if ((in = cli_open(o, o->args[0], true, &code)) == NULL)
 			rc = code;
 	}
+	if (rc == 0 && n > 0)
+		rc = pick_version(in, o, v, n);
 	size_t done = 0;
 	blq_inspect_item items[IMPORT_BATCH];
 	while (rc == 0 && done < n) {
@@ -95,11 +122,14 @@ const struct cli_cmd cli_import = {
 	"TARGET. Every line is checked first: a bad one is reported with its line\n"
 	"and column and nothing is written. \"loc\" is information only.\n"
 	"\n"
-	"  --dump-version N   the version to write (default 0)\n"
+	"  --dump-version N   the version to write (default: TARGET's, as its\n"
+	"                     files or entries or dead store say; with none, the\n"
+	"                     lines' \"version\" when they all agree)\n"
 	"  --match GLOB       TARGET's files (default *.bin)\n"
+	"  --file-mask MASK   names of the files written (default: from --match)\n"
 	"  --json             {\"imported\":N}\n"
 	"\n"
 	"Exit: 0 imported, 2 usage (a bad line, no such file), 3 cannot open /\n"
 	"write failed.\n",
-	CLI_BIT(O_DUMP_VERSION) | CLI_BIT(O_MATCH) | CLI_BIT(O_JSON), 1, 2,
+	CLI_BIT(O_DUMP_VERSION) | CLI_BIT(O_MATCH) | CLI_BIT(O_FILE_MASK) | CLI_BIT(O_JSON), 1, 2,
 };

@@ -11,12 +11,14 @@
 struct list_ctx {
 	const struct cli_opts *o;
 	uint64_t parts;
+	uint64_t bad; /* parts damaged or unreadable: the exit code says so */
 };
 
 static int list_part(void *ctx, const blq_inspect_part *p)
 {
 	struct list_ctx *c = ctx;
 	c->parts++;
+	c->bad += p->damaged > 0 || p->unreadable != NULL;
 	if (c->o->json) {
 		printf("{\"loc\":");
 		cli_json_str(stdout, p->loc);
@@ -25,9 +27,15 @@ static int list_part(void *ctx, const blq_inspect_part *p)
 		cli_json_str(stdout, p->name);
 		printf(",\"records\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"done\":%" PRIu64
 		       ",\"damaged\":%" PRIu64 ",\"oldest_ns\":%" PRIu64 ",\"newest_ns\":%" PRIu64
-		       ",\"held\":%s,\"format\":%u,\"version\":%" PRIu64,
+		       ",\"held\":%s,\"format\":%u,\"version\":%" PRIu64 ",\"other_version\":%s"
+		       ",\"unreadable\":",
 		       p->records, p->bytes, p->done, p->damaged, p->oldest_ns, p->newest_ns,
-		       p->held ? "true" : "false", p->format, p->version);
+		       p->held ? "true" : "false", p->format, p->version,
+		       p->other_version ? "true" : "false");
+		if (p->unreadable != NULL)
+			cli_json_str(stdout, p->unreadable);
+		else
+			printf("null");
 		if (p->stream && p->area == BLQ_INSPECT_DUMP) {
 			printf(",\"group_exists\":%s,\"pending\":%" PRIu64 ",\"consumers\":[",
 			       p->group_exists ? "true" : "false", p->pending);
@@ -41,12 +49,19 @@ static int list_part(void *ctx, const blq_inspect_part *p)
 		printf("}\n");
 		return 0;
 	}
-	char size[32], oldest[48], newest[48], note[96] = "";
+	char size[32], oldest[48], newest[48], note[256] = "";
 	if (p->held)
 		snprintf(note, sizeof(note), "held by a restorer");
 	if (p->damaged > 0)
 		snprintf(note + strlen(note), sizeof(note) - strlen(note), "%sdamaged",
 			 note[0] != '\0' ? ", " : "");
+	if (p->unreadable != NULL)
+		snprintf(note + strlen(note), sizeof(note) - strlen(note), "%sunreadable: %s",
+			 note[0] != '\0' ? ", " : "", p->unreadable);
+	if (p->other_version)
+		snprintf(note + strlen(note), sizeof(note) - strlen(note),
+			 "%sversion %" PRIu64 ", not %" PRIu64 " (its restorer quarantines it)",
+			 note[0] != '\0' ? ", " : "", p->version, c->o->version);
 	if (p->stream && p->area == BLQ_INSPECT_DUMP)
 		snprintf(note + strlen(note), sizeof(note) - strlen(note), "%sgroup %s, %" PRIu64
 			 " pending", note[0] != '\0' ? ", " : "",
@@ -70,13 +85,13 @@ static int run(struct cli_opts *o)
 	if (!o->json)
 		printf("%-40s %8s %10s %6s %6s  %-29s %-29s %s\n", "LOCATION", "RECORDS", "BYTES",
 		       "DONE", "DAMAGE", "OLDEST", "NEWEST", "NOTE");
-	struct list_ctx c = {o, 0};
+	struct list_ctx c = {o, 0, 0};
 	blq_error err = {0};
 	int rc = blq_inspect_list(in, list_part, &c, &err);
 	blq_inspect_close(in);
 	if (rc != 0)
 		return cli_fail(CLI_RUNTIME, "list %s: %s", o->args[0], err.msg);
-	return CLI_OK;
+	return c.bad > 0 ? CLI_FOUND : CLI_OK;
 }
 
 const struct cli_cmd cli_list = {
@@ -93,9 +108,13 @@ const struct cli_cmd cli_list = {
 	"  --match GLOB                the dump's files (default *.bin)\n"
 	"  --quarantine DIR            default SOURCE/quarantine\n"
 	"  --dead-match GLOB           the dead store's files (default *.bin)\n"
-	"  --dump-version N            the dump's version (default 0)\n"
+	"  --dump-version N            the dump's version, if you know it: parts of\n"
+	"                              another are noted (its restorer quarantines\n"
+	"                              them); every version is read either way\n"
+	"  --file-mask MASK            names of files written (not used by list)\n"
 	"  --json                      one JSON object per part\n"
 	"\n"
-	"Exit: 0 listed, 2 usage, 3 the dump cannot be opened.\n",
+	"Exit: 0 listed, 1 listed, with a part damaged or unreadable, 2 usage,\n"
+	"3 the dump cannot be opened.\n",
 	CLI_SOURCE_OPTS | CLI_BIT(O_JSON), 1, 1,
 };

@@ -14,15 +14,29 @@ static int report(void *ctx, const blq_inspect_record *r)
 		printf("{\"loc\":");
 		cli_json_str(stdout, r->loc);
 		printf(",\"state\":\"%s\",\"offset\":%" PRIu64 ",\"damage\":",
-		       r->state == BLQ_INSPECT_GONE ? "gone" : "damaged", r->offset);
+		       r->state == BLQ_INSPECT_GONE	    ? "gone"
+		       : r->state == BLQ_INSPECT_UNREADABLE ? "unreadable"
+							    : "damaged",
+		       r->offset);
 		cli_json_str(stdout, r->damage);
 		printf("}\n");
 	} else if (r->state == BLQ_INSPECT_GONE) {
 		printf("%s: gone while read (a restorer took it)\n", r->loc);
+	} else if (r->state == BLQ_INSPECT_UNREADABLE) {
+		printf("%s: UNREADABLE: %s\n", r->loc, r->damage);
 	} else {
 		printf("%s: DAMAGED at offset %" PRIu64 ": %s\n", r->loc, r->offset, r->damage);
 	}
 	return 0;
+}
+
+/* ", N unreadable" when there are any: the usual line stays as it was. */
+static const char *unreadable(uint64_t n, char *buf, size_t cap)
+{
+	if (n == 0)
+		return "";
+	snprintf(buf, cap, ", %" PRIu64 " unreadable", n);
+	return buf;
 }
 
 static int run(struct cli_opts *o)
@@ -38,14 +52,15 @@ static int run(struct cli_opts *o)
 	blq_inspect_close(in);
 	if (rc < 0)
 		return cli_fail(rc == BLQ_EINVAL ? CLI_USAGE : CLI_RUNTIME, "verify: %s", err.msg);
-	char size[32];
+	char size[32], more[48];
 	if (o->json)
 		printf("{\"records\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"damaged\":%" PRIu64
-		       ",\"gone\":%" PRIu64 "}\n",
-		       s.records, s.bytes, s.damaged, s.gone);
+		       ",\"gone\":%" PRIu64 ",\"unreadable\":%" PRIu64 "}\n",
+		       s.records, s.bytes, s.damaged, s.gone, s.unreadable);
 	else
-		printf("%" PRIu64 " records (%s) good, %" PRIu64 " damaged, %" PRIu64 " gone\n",
-		       s.records, cli_size(s.bytes, size, sizeof(size)), s.damaged, s.gone);
+		printf("%" PRIu64 " records (%s) good, %" PRIu64 " damaged, %" PRIu64 " gone%s\n",
+		       s.records, cli_size(s.bytes, size, sizeof(size)), s.damaged, s.gone,
+		       unreadable(s.unreadable, more, sizeof(more)));
 	return rc == 1 ? CLI_FOUND : CLI_OK;
 }
 
@@ -54,8 +69,11 @@ const struct cli_cmd cli_verify = {
 	"usage: blq-dlq verify SOURCE [--part LOC] [--json]\n"
 	"\n"
 	"Reads every record of every file and stream entry (of one area or file\n"
-	"with --part) and checks it (header, length, checksum, version); prints\n"
-	"each damage as LOCATION: DAMAGED at offset N: WHAT, then the totals.\n"
+	"with --part) and checks it (header, length, checksum); prints each\n"
+	"damage as LOCATION: DAMAGED at offset N: WHAT, and a name that is no\n"
+	"readable dump file (a directory, a symbolic link) as LOCATION:\n"
+	"UNREADABLE: WHY, then the totals. Every version is read (a record\n"
+	"carries its own).\n"
 	"Read-only; safe beside a running restorer (a file it removes meanwhile\n"
 	"is reported as gone). Salvage a damaged file with blq-dlq salvage.\n"
 	"\n"
@@ -63,6 +81,7 @@ const struct cli_cmd cli_verify = {
 	"  --json        one JSON object per damage, then the totals\n"
 	"Source: --dead, --match, --quarantine, --dead-match, --dump-version\n"
 	"\n"
-	"Exit: 0 no damage, 1 damage found, 2 usage, 3 cannot open.\n",
+	"Exit: 0 no damage, 1 damage or an unreadable file found, 2 usage,\n"
+	"3 cannot open.\n",
 	CLI_SOURCE_OPTS | CLI_BIT(O_JSON) | CLI_BIT(O_PART), 1, 1,
 };
