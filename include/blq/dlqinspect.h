@@ -405,21 +405,27 @@ BLQ_API int blq_inspect_verify(blq_inspect *in, const blq_inspect_filter *f,
 /**
  * Copy the good records of a file (of any area: a quarantined file
  * usually) into a new dump file in \p out_dir, through the fs writer
- * (temporary name, fsync, rename, directory fsync): the file's version,
- * format 2 when a record says why it was dead-lettered, else 1. The
- * source is left in place. A file with no good record writes nothing.
+ * (temporary name, fsync, rename, directory fsync): as the dump's version
+ * when anything says it (blq_inspect_version returns 0), else as the
+ * file's own (so a file quarantined for its version comes back as one
+ * its reader takes); format 2 when a record says why it was
+ * dead-lettered, else 1. The source is left in place. A file with no good
+ * record writes nothing.
  * \param in the inspector.
  * \param part the file's location ("quarantine/NAME").
  * \param out_dir the directory to write into (the dump's own directory
  *        to restore them).
  * \param file_mask the new file's name mask (blq_dump_fs_config); NULL:
- *        the inspector's file_mask.
+ *        the names blq_inspect_append would use (see
+ *        blq_inspect_config.file_mask).
  * \param[out] written optional; the records written.
  * \param[out] err optional.
  * \retval 0 written (or nothing to write).
  * \retval BLQ_EINVAL a NULL argument, \p part not a file location, the
- *         file missing, "not a dump file" (bad magic, truncated header,
- *         unknown format), a bad \p out_dir or mask.
+ *         file missing or not a regular file, "not a dump file" (bad
+ *         magic, truncated header, unknown format), a bad \p out_dir or
+ *         mask, a version given that the dump contradicts, names of two
+ *         kinds in the dump (no mask to learn).
  * \retval BLQ_EIO the write failed (nothing was published).
  * \retval BLQ_ENOMEM out of memory.
  */
@@ -513,6 +519,9 @@ typedef struct blq_inspect_item {
  * Write items into the dump (area "dump") through its writer, so that a
  * restorer consuming it picks them up: one new file (format 2 when an
  * item has a why), or one stream entry each. Durable when it returns.
+ * Written as the dump's version (blq_inspect_version: given, else what
+ * the dump or its dead store says, else the config's, 0 by default) and,
+ * for files, named as the dump's files are (blq_inspect_config.file_mask).
  * \param in the inspector.
  * \param items the items; only read during the call.
  * \param n their number (0: nothing to do).
@@ -521,7 +530,9 @@ typedef struct blq_inspect_item {
  * \retval BLQ_EINVAL a NULL argument, an item longer than
  *         BLQ_DUMP_RECORD_MAX, a why with a bad reason, a directory
  *         dump whose file_mask makes names its match does not take (the
- *         fs writer's message).
+ *         fs writer's message), a version given that the dump's files
+ *         or entries contradict, files named two ways (give a match or
+ *         a mask).
  * \retval BLQ_EIO the write failed (files: nothing published; stream:
  *         the entries before the failure are written).
  * \retval BLQ_ENOMEM out of memory.
