@@ -1,7 +1,7 @@
 /*
- * Copies of selected records, for the subcommands that act on what they
- * scanned (redrive appends then deletes them, purge deletes them): a
- * scan's record is valid only during its callback.
+ * The locations of selected records, for purge, which deletes what it
+ * scanned: a scan's record is valid only during its callback. (Redrive
+ * is blq_inspect_redrive's, with its own copies.)
  */
 #include "cli.h"
 
@@ -21,26 +21,13 @@ int cli_batch_add(void *ctx, const blq_inspect_record *r)
 		b->v = v;
 		b->cap = cap;
 	}
-	struct cli_rec *c = &b->v[b->n];
-	snprintf(c->loc, sizeof(c->loc), "%s", r->loc);
-	c->data = malloc(r->len + 1); /* + 1: an empty payload still has a buffer */
-	if (c->data == NULL) {
-		b->nomem = true;
-		return 1;
-	}
-	if (r->len > 0)
-		memcpy(c->data, r->data, r->len);
-	c->len = r->len;
-	c->restores = r->restores;
-	c->why = r->why;
+	snprintf(b->v[b->n].loc, sizeof(b->v[b->n].loc), "%s", r->loc);
 	b->n++;
 	return 0;
 }
 
 void cli_batch_clear(struct cli_batch *b)
 {
-	for (size_t i = 0; i < b->n; i++)
-		free(b->v[i].data);
 	b->n = 0;
 	b->nomem = false;
 }

@@ -110,23 +110,20 @@ blq_inspect *cli_open(const struct cli_opts *o, const char *source, bool with_op
 int cli_select(blq_inspect *in, const struct cli_opts *o, const char *default_part,
 	       bool records_only, blq_inspect_record_fn fn, void *ctx, uint64_t *matched);
 
-/* Selected records copied out of a scan (redrive, purge): the scan's
+/* Selected records' locations copied out of a scan (purge): the scan's
  * pointers live only during its callback. */
 struct cli_rec {
 	char loc[BLQ_INSPECT_LOC_MAX];
-	void *data;
-	size_t len;
-	uint32_t restores;
-	blq_dlq_why why;
 };
 struct cli_batch {
 	struct cli_rec *v;
 	size_t n, cap;
 	bool nomem;
 };
-/* A blq_inspect_record_fn: copies the record into the batch (ctx). */
+/* A blq_inspect_record_fn: copies the record's location into the batch
+ * (ctx). */
 int cli_batch_add(void *ctx, const blq_inspect_record *r);
-/* Frees the copies; the batch is empty and reusable. */
+/* Empties the batch; it is reusable. */
 void cli_batch_clear(struct cli_batch *b);
 /* The batch's locations, for blq_inspect_delete (malloc'd; NULL when out
  * of memory). */
