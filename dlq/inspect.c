@@ -340,6 +340,7 @@ static int verify_one(void *ctx, const blq_inspect_record *rec)
 		v->s->gone++;
 	else
 		v->s->damaged++;
+	v->s->skipped += rec->skipped;
 	return v->fn != NULL ? v->fn(v->ctx, rec) : 0;
 }
 

@@ -16,11 +16,13 @@ static int report(void *ctx, const blq_inspect_record *r)
 		printf(",\"state\":\"%s\",\"offset\":%" PRIu64 ",\"damage\":",
 		       r->state == BLQ_INSPECT_GONE ? "gone" : "damaged", r->offset);
 		cli_json_str(stdout, r->damage);
-		printf("}\n");
+		printf(",\"skipped\":%" PRIu64 ",\"spans\":%" PRIu64 "}\n", r->skipped, r->spans);
 	} else if (r->state == BLQ_INSPECT_GONE) {
 		printf("%s: gone while read (a restorer took it)\n", r->loc);
 	} else {
-		printf("%s: DAMAGED at offset %" PRIu64 ": %s\n", r->loc, r->offset, r->damage);
+		char more[96];
+		printf("%s: DAMAGED at offset %" PRIu64 ": %s%s\n", r->loc, r->offset, r->damage,
+		       cli_skipped(r, more, sizeof(more)));
 	}
 	return 0;
 }
@@ -41,11 +43,15 @@ static int run(struct cli_opts *o)
 	char size[32];
 	if (o->json)
 		printf("{\"records\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"damaged\":%" PRIu64
-		       ",\"gone\":%" PRIu64 "}\n",
-		       s.records, s.bytes, s.damaged, s.gone);
-	else
+		       ",\"gone\":%" PRIu64 ",\"skipped\":%" PRIu64 "}\n",
+		       s.records, s.bytes, s.damaged, s.gone, s.skipped);
+	else if (s.skipped == 0)
 		printf("%" PRIu64 " records (%s) good, %" PRIu64 " damaged, %" PRIu64 " gone\n",
 		       s.records, cli_size(s.bytes, size, sizeof(size)), s.damaged, s.gone);
+	else
+		printf("%" PRIu64 " records (%s) good, %" PRIu64 " damaged (%" PRIu64
+		       " bytes skipped), %" PRIu64 " gone\n",
+		       s.records, cli_size(s.bytes, size, sizeof(size)), s.damaged, s.skipped, s.gone);
 	return rc == 1 ? CLI_FOUND : CLI_OK;
 }
 
@@ -55,7 +61,9 @@ const struct cli_cmd cli_verify = {
 	"\n"
 	"Reads every record of every file and stream entry (of one area or file\n"
 	"with --part) and checks it (header, length, checksum, version); prints\n"
-	"each damage as LOCATION: DAMAGED at offset N: WHAT, then the totals.\n"
+	"each damaged file or entry as LOCATION: DAMAGED at offset N: WHAT (its\n"
+	"first damage; for a file also the damaged spans and the bytes skipped:\n"
+	"records after a damaged span are read and counted), then the totals.\n"
 	"Read-only; safe beside a running restorer (a file it removes meanwhile\n"
 	"is reported as gone). Salvage a damaged file with blq-dlq salvage.\n"
 	"\n"
