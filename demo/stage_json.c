@@ -23,10 +23,13 @@ static json_t *restorer_stats_json(blq_restorer *r)
 {
 	struct blq_restorer_stats st;
 	blq_restorer_stats(r, &st);
-	/* records = done + dead + lost + returned + in_flight; redelivered
-	 * are the possible duplicates (records an earlier restorer handed out
-	 * and died before committing). */
-	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "dumps",
+	/* records = done + dead + lost + returned + quarantined + in_flight;
+	 * redelivered are the possible duplicates (records an earlier
+	 * restorer handed out and died before committing); quarantined are
+	 * bad entries and damaged files set aside, skipped_bytes what those
+	 * files held beyond their intact records. */
+	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+			 "dumps",
 			 (json_int_t)st.dumps, "records", (json_int_t)st.records, "restored",
 			 (json_int_t)st.restored, "lost", (json_int_t)st.lost, "postponed",
 			 (json_int_t)st.postponed, "read_errors", (json_int_t)st.read_errors, "done",
@@ -34,7 +37,8 @@ static json_t *restorer_stats_json(blq_restorer *r)
 			 (json_int_t)st.returned, "in_flight", (json_int_t)st.in_flight,
 			 "redelivered", (json_int_t)st.redelivered, "processed",
 			 (json_int_t)st.processed, "failed", (json_int_t)st.failed, "expired",
-			 (json_int_t)st.expired, "leaked", (json_int_t)st.leaked);
+			 (json_int_t)st.expired, "leaked", (json_int_t)st.leaked, "quarantined",
+			 (json_int_t)st.quarantined, "skipped_bytes", (json_int_t)st.skipped_bytes);
 }
 
 /* The queue's own status (blq_status_json) as a JSON value. */

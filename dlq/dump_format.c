@@ -239,3 +239,24 @@ size_t blq__dump_rec_span(const unsigned char *p, size_t k)
 		off += BLQ__DUMP_REC_HEADER + blq__get32(p + off);
 	return off;
 }
+
+size_t blq__dump_resync(const unsigned char *p, size_t n, unsigned format, size_t at)
+{
+	size_t limit = BLQ_DUMP_RECORD_MAX + (format == 1 ? 0 : BLQ__DUMP_META_MAX);
+	blq_dump_record rec;
+
+	for (size_t off = at + 1; off < n && n - off >= BLQ__DUMP_REC_HEADER; off++) {
+		/* What blq__dump_rec_parse rejects before its CRC, checked
+		 * here first: most candidates end at their length field. */
+		uint32_t len = blq__get32(p + off);
+		if (len > limit || n - off - BLQ__DUMP_REC_HEADER < len)
+			continue;
+		if (format != 1 && (len < BLQ__DUMP_META ||
+				    len - BLQ__DUMP_META < p[off + BLQ__DUMP_REC_HEADER + 1]))
+			continue;
+		size_t k = off;
+		if (blq__dump_rec_parse(p, n, format, &k, &rec) == BLQ__DUMP_OK)
+			return off;
+	}
+	return n;
+}

@@ -24,6 +24,12 @@
  * entry's "r" field holds exactly one format-1 record, its "r2" field one
  * format-2 record (older readers do not know "r2": they set the entry
  * aside, quarantined, instead of misreading it).
+ *
+ * Damage inside a file (a record that does not parse) does not end it: a
+ * reader resynchronises on the next offset where a whole record parses
+ * with a valid CRC (blq__dump_resync) and goes on from there; the bytes
+ * in between are skipped, reported, and the file is quarantined once its
+ * intact records were restored.
  */
 #ifndef BLQ_DLQ_DUMP_FORMAT_H
 #define BLQ_DLQ_DUMP_FORMAT_H
@@ -120,6 +126,21 @@ int blq__dump_upgrade(blq__buf *b, size_t count);
  * allocates. */
 int blq__dump_rec_parse(const unsigned char *p, size_t n, unsigned format, size_t *off,
 			blq_dump_record *rec);
+
+/* After damage at `at` (a parse there gave neither BLQ__DUMP_OK nor
+ * BLQ__DUMP_END), the next offset past it, scanning byte by byte, where a
+ * record of `format` parses whole (blq__dump_rec_parse: within p[0..n),
+ * length within BLQ_DUMP_RECORD_MAX, CRC valid, format 2's metadata
+ * valid); n when there is none. The bytes skipped are the result minus
+ * at. The CRC covers the length, so a false match is as unlikely as a
+ * CRC collision, except for bytes that are a whole record themselves (a
+ * payload holding a dump record). Deterministic: the same bytes give the
+ * same records, so record indices after a resync are stable (the fs
+ * checkpoint and the inspector's locations count on it). Every reader
+ * resynchronises here and nowhere else. Never reads outside p[0..n),
+ * never allocates; a candidate whose length does not fit the file costs
+ * no CRC. */
+size_t blq__dump_resync(const unsigned char *p, size_t n, unsigned format, size_t at);
 
 /* Bytes taken by the first k records of a well-formed batch. */
 size_t blq__dump_rec_span(const unsigned char *p, size_t k);

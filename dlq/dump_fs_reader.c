@@ -12,13 +12,25 @@
  *   by what the file really holds (and FILE_MAX), never by a length field.
  *   Records are parsed in place (dump_format.c), each checked against the
  *   end of the buffer, BLQ_DUMP_RECORD_MAX and its CRC before use.
- * - Damage (bad magic, unknown format, another version, a bad checksum, a
- *   truncated tail, an absurd length, a format-2 record whose metadata does
- *   not fit it, an oversized file) ends the records at that point: the
- *   good records before it are handed out, and commit() moves the file
+ * - Damage to the file as a whole (bad magic, unknown format, another
+ *   version, an oversized file) leaves its records unread. Damage to a
+ *   record (a bad checksum, a truncated tail, an absurd length, a
+ *   format-2 record whose metadata does not fit it) does not end the
+ *   file: the reader resynchronises on the next offset where a whole
+ *   record parses with a valid CRC (blq__dump_resync, the one place every
+ *   reader does it) and goes on, so every intact record, before and after
+ *   the damage, is handed out. Either way commit() then moves the file
  *   into the quarantine directory instead of deleting it, with a warn log
- *   line and the quarantined metric. Nothing is deleted
- *   that was not restored; nothing crashes on a bad file.
+ *   line (the first damage, the damaged spans, the bytes skipped), the
+ *   quarantined metric and the restorer's count (blq_dump_reader.host).
+ *   Nothing is deleted that was not restored; nothing crashes on a bad
+ *   file.
+ * - Record indices count the intact records in file order, resyncs
+ *   included. The resync is deterministic, so the same file gives the
+ *   same indices at every claim: the checkpoint's bits stay right after
+ *   a crash (a checkpoint names the file's inode, size and mtime: other
+ *   bytes, another checkpoint). An older reader, which stopped at the
+ *   damage, gave the records before it the same indices.
  * - Progress: done() marks a record in memory (a done prefix plus a
  *   bitmap past it); sync() writes the checkpoint (dump_fs_checkpoint.h),
  *   fsync'd and renamed over the last one. At claim the reader applies a
@@ -67,9 +79,26 @@ typedef struct fs_reader {
 	int dirfd;
 	uint64_t version;
 	char name[BLQ__DUMP_NAME_MAX + 1];
+	bool named; /* name configured: else its restorer's (host) */
 	const blq_dump_metrics *metrics;
 	blq_logger logger;
 } fs_reader;
+
+/* The logger and the name of reports: the reader's own, else its
+ * restorer's (blq_dump_reader.host). */
+static const blq_logger *log_to(const fs_reader *r)
+{
+	const blq_dump_reader_host *h = r->r.host;
+
+	return r->logger.log == NULL && h != NULL ? &h->logger : &r->logger;
+}
+
+static const char *name_of(const fs_reader *r)
+{
+	const blq_dump_reader_host *h = r->r.host;
+
+	return !r->named && h != NULL && h->name != NULL ? h->name : r->name;
+}
 
 typedef struct fs_dump {
 	int fd;
@@ -78,8 +107,11 @@ typedef struct fs_dump {
 	unsigned char *buf;
 	size_t len, off;
 	uint64_t version;
-	int damage;      /* 0, a BLQ__DUMP_* damage code or DAMAGE_* */
+	int damage;      /* 0, or the first damage: a BLQ__DUMP_* code or DAMAGE_* */
 	size_t damage_at;
+	bool unread;     /* damage to the whole file: no record is read */
+	uint64_t spans;  /* damaged spans skipped by a resync */
+	uint64_t skipped; /* bytes in them (the whole file when unread) */
 	uint64_t file_version;
 	unsigned format;  /* the file's: 1 or 2 */
 	size_t good;     /* records handed out */
@@ -278,6 +310,8 @@ static int claim(fs_reader *r, const char *path, fs_dump **out, blq_error *err)
 	}
 	if ((uint64_t)st.st_size > FILE_MAX) {
 		d->damage = DAMAGE_SIZE;
+		d->unread = true;
+		d->skipped = (uint64_t)st.st_size;
 		int rc = load_progress(r, d, &st, err);
 		if (rc != 0) {
 			dump_close(d);
@@ -299,6 +333,10 @@ static int claim(fs_reader *r, const char *path, fs_dump **out, blq_error *err)
 		d->damage = rc;
 	else if (d->file_version != r->version)
 		d->damage = DAMAGE_VERSION;
+	if (d->damage != 0) {
+		d->unread = true;
+		d->skipped = d->len;
+	}
 	d->off = BLQ__DUMP_HEADER;
 	d->version = d->file_version;
 	if ((rc = load_progress(r, d, &st, err)) != 0) {
@@ -342,10 +380,22 @@ static int fs_record(blq_dump_reader *rd, void *dump, blq_dump_record *rec, blq_
 
 	(void)rd, (void)err;
 	for (;;) {
-		if (d->damage != 0)
+		if (d->unread)
 			return 0;
 		size_t at = d->off;
 		int rc = blq__dump_rec_parse(d->buf, d->len, d->format, &d->off, rec);
+		if (rc != BLQ__DUMP_OK && rc != BLQ__DUMP_END) {
+			/* Damage: note the first, skip to the next intact
+			 * record (or the end) and go on from there. */
+			if (d->damage == 0) {
+				d->damage = rc;
+				d->damage_at = at;
+			}
+			d->off = blq__dump_resync(d->buf, d->len, d->format, at);
+			d->spans++;
+			d->skipped += d->off - at;
+			continue;
+		}
 		if (rc == BLQ__DUMP_OK) {
 			uint64_t i = d->next++;
 			if (is_done(d, i))
@@ -355,10 +405,6 @@ static int fs_record(blq_dump_reader *rd, void *dump, blq_dump_record *rec, blq_
 			rec->deliveries = d->earlier_claims;
 			d->good++;
 			return 1;
-		}
-		if (rc != BLQ__DUMP_END) {
-			d->damage = rc;
-			d->damage_at = at;
 		}
 		return 0;
 	}
@@ -421,14 +467,16 @@ static void describe(const fs_reader *r, const fs_dump *d, char *out, size_t cap
 	else if (d->damage == BLQ__DUMP_SHORT_HEADER || d->damage == BLQ__DUMP_BAD_MAGIC)
 		snprintf(out, cap, "%s", blq__dump_parse_str(d->damage));
 	else
-		snprintf(out, cap, "%s at offset %zu", blq__dump_parse_str(d->damage), d->damage_at);
+		snprintf(out, cap, "%s at offset %zu, %llu damaged span%s, %llu bytes skipped",
+			 blq__dump_parse_str(d->damage), d->damage_at, (unsigned long long)d->spans,
+			 d->spans == 1 ? "" : "s", (unsigned long long)d->skipped);
 }
 
 /* Moves a damaged file aside, never over another one. */
 static int quarantine(fs_reader *r, fs_dump *d, blq_error *err)
 {
 	const char *base = strrchr(d->path, '/');
-	char to[PATH_MAX + 300], why[128];
+	char to[PATH_MAX + 300], why[192];
 
 	base = base ? base + 1 : d->path;
 	describe(r, d, why, sizeof(why));
@@ -455,11 +503,18 @@ static int quarantine(fs_reader *r, fs_dump *d, blq_error *err)
 			return blq__error_set(err, BLQ_EIO, "cannot quarantine \"%s\" to \"%s\": %s",
 					      d->path, to, strerror(errno));
 	}
-	blq__dlog(&r->logger, BLQ_LOG_WARN,
-		  "dump %s: %s: %s; moved to %s (%zu good records before the damage restored)",
-		  r->name, d->path, why, to, d->good);
+	if (d->unread)
+		blq__dlog(log_to(r), BLQ_LOG_WARN,
+			  "dump %s: %s: %s; moved to %s (%llu bytes, no record read)", name_of(r),
+			  d->path, why, to, (unsigned long long)d->skipped);
+	else
+		blq__dlog(log_to(r), BLQ_LOG_WARN,
+			  "dump %s: %s: %s; moved to %s after its %llu intact records were restored",
+			  name_of(r), d->path, why, to, (unsigned long long)d->next);
 	if (r->metrics != NULL && r->metrics->quarantined != NULL)
 		r->metrics->quarantined(r->metrics->ctx, r->name, 1);
+	if (r->r.host != NULL && r->r.host->quarantined != NULL)
+		r->r.host->quarantined(r->r.host->ctx, 1, d->skipped);
 	return 0;
 }
 
@@ -471,7 +526,7 @@ static int fs_commit(blq_dump_reader *rd, void *dump, blq_error *err)
 
 	/* Records not read or not done yet would be lost: commit only a
 	 * file read to its end (or its damage) with every record done. */
-	if ((d->damage == 0 && d->off < d->len) || d->ck.prefix < d->next)
+	if ((!d->unread && d->off < d->len) || d->ck.prefix < d->next)
 		return blq__error_set(err, BLQ_EINVAL,
 				      "commit of \"%s\" before its last record was done", d->path);
 	if (d->damage != 0)
@@ -495,8 +550,8 @@ static void fs_release(blq_dump_reader *rd, void *dump)
 	blq_error err;
 
 	if (fs_sync(rd, dump, &err) != 0)
-		blq__dlog(&r->logger, BLQ_LOG_WARN, "dump %s: %s; its done records will come again",
-			  r->name, err.msg);
+		blq__dlog(log_to(r), BLQ_LOG_WARN, "dump %s: %s; its done records will come again",
+			  name_of(r), err.msg);
 	dump_close(dump);
 }
 
@@ -527,6 +582,7 @@ blq_dump_reader *blq_dump_fs_reader_new(const blq_dump_fs_config *cfg, blq_error
 		blq__error_set(err, BLQ_ENOMEM, "fs reader: out of memory");
 		return NULL;
 	}
+	r->named = cfg->name != NULL;
 	if (blq__dump_name(r->name, cfg->name, "restorer", err) != 0 ||
 	    blq__fs_open_dir(cfg->directory, &r->dirfd, err) != 0) {
 		free(r);

@@ -24,7 +24,9 @@
  *   the reader's version, the record field exactly one well-formed record
  *   (length, CRC, metadata). A bad entry is copied to "<key>:quarantine"
  *   (with its id and the reason) and acked with the rest: set aside, never
- *   deleted unseen.
+ *   deleted unseen; counted by the restorer through the host it lends
+ *   (blq_dump_reader.host), and logged through its logger when the
+ *   reader has none of its own. One record per entry: no resync here.
  * - done() queues an entry's ack; sync() (or a full queue of ACK_BATCH
  *   acks) sends XACK and XDEL for them, pipelined. Until then an entry
  *   stays pending, so a crash anywhere before it means it is delivered
@@ -73,9 +75,26 @@ typedef struct redis_reader {
 	uint64_t next_claim_ns; /* XAUTOCLAIM not before this (monotonic) */
 	unsigned open;    /* dumps handed out, not committed or released */
 	char name[BLQ__DUMP_NAME_MAX + 1];
+	bool named; /* name configured: else its restorer's (host) */
 	const blq_dump_metrics *metrics;
 	blq_logger logger;
 } redis_reader;
+
+/* The logger and the name of reports: the reader's own, else its
+ * restorer's (blq_dump_reader.host). */
+static const blq_logger *log_to(const redis_reader *rr)
+{
+	const blq_dump_reader_host *h = rr->r.host;
+
+	return rr->logger.log == NULL && h != NULL ? &h->logger : &rr->logger;
+}
+
+static const char *name_of(const redis_reader *rr)
+{
+	const blq_dump_reader_host *h = rr->r.host;
+
+	return !rr->named && h != NULL && h->name != NULL ? h->name : rr->name;
+}
 
 typedef struct redis_dump {
 	redisReply *reply;
@@ -338,10 +357,12 @@ static int quarantine(redis_reader *rr, const redisReply *id, const redisReply *
 	if (rep->type == REDIS_REPLY_ERROR)
 		return reply_error(rr, "XADD (quarantine)", rep, err);
 	freeReplyObject(rep);
-	blq__dlog(&rr->logger, BLQ_LOG_WARN, "dump %s: redis %s: entry %.*s of %s: %s; moved to %s",
-		  rr->name, rr->conn.addr, (int)id->len, id->str, rr->key, why, rr->qkey);
+	blq__dlog(log_to(rr), BLQ_LOG_WARN, "dump %s: redis %s: entry %.*s of %s: %s; moved to %s",
+		  name_of(rr), rr->conn.addr, (int)id->len, id->str, rr->key, why, rr->qkey);
 	if (rr->metrics != NULL && rr->metrics->quarantined != NULL)
 		rr->metrics->quarantined(rr->metrics->ctx, rr->name, 1);
+	if (rr->r.host != NULL && rr->r.host->quarantined != NULL)
+		rr->r.host->quarantined(rr->r.host->ctx, 1, 0);
 	return 0;
 }
 
@@ -358,10 +379,10 @@ static bool lapsed(redis_reader *rr, redis_dump *d)
 {
 	if (!d->lapsed && blq__monotonic_ns() - d->refreshed_ns >= rr->claim_idle_ns) {
 		d->lapsed = true;
-		blq__dlog(&rr->logger, BLQ_LOG_WARN,
+		blq__dlog(log_to(rr), BLQ_LOG_WARN,
 			  "dump %s: redis %s: no claim refresh for claim_idle_ns: the rest of a "
 			  "batch of %zu entries is left to whoever claims it",
-			  rr->name, rr->conn.addr, d->entries->elements - d->next);
+			  name_of(rr), rr->conn.addr, d->entries->elements - d->next);
 	}
 	return d->lapsed;
 }
@@ -544,10 +565,10 @@ static void rr_release(blq_dump_reader *rd, void *dump)
 	blq_error err = {0, ""};
 
 	if (rr_sync(rd, dump, &err) != 0)
-		blq__dlog(&rr->logger, BLQ_LOG_WARN,
+		blq__dlog(log_to(rr), BLQ_LOG_WARN,
 			  "dump %s: redis %s: acks of done entries failed (%s); they will come "
 			  "again",
-			  rr->name, rr->conn.addr, err.msg);
+			  name_of(rr), rr->conn.addr, err.msg);
 	rr->own_pending = true;
 	dump_free(rr, dump);
 }
@@ -628,6 +649,7 @@ blq_dump_reader *blq_dump_redis_reader_new(const blq_dump_redis_config *cfg, blq
 		blq__error_set(err, BLQ_ENOMEM, "redis reader: out of memory");
 		return NULL;
 	}
+	rr->named = cfg->name != NULL;
 	if (blq__dump_name(rr->name, cfg->name, "restorer", err) != 0 ||
 	    blq__redis_open(&rr->conn, cfg, err) != 0) {
 		free(rr);

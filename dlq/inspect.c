@@ -371,6 +371,7 @@ static int verify_one(void *ctx, const blq_inspect_record *rec)
 		v->s->unreadable++;
 	else
 		v->s->damaged++;
+	v->s->skipped += rec->skipped;
 	return v->fn != NULL ? v->fn(v->ctx, rec) : 0;
 }
 

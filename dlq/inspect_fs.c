@@ -6,7 +6,10 @@
  *   by fstat (as the fs reader does: blq__fs_read_all), then parsed in
  *   place by dump_format.c, so the inspector and the restorer agree on
  *   every byte: the same records are good, the same damage is found at the
- *   same offset. A file of another version than the dump's is damage (its
+ *   same offset, and both resynchronise after it on the same next intact
+ *   record (blq__dump_resync), so a record after the damage has the same
+ *   index for both (its location, the checkpoint's bit). A file of another
+ *   version than the dump's is damage (its
  *   reader would quarantine it). Nothing is written or locked: the file's
  *   checkpoint is only read (blq__ckpt_load) to say which records are done
  *   and how many claims the file had; whether a restorer holds the file is
@@ -149,23 +152,38 @@ static uint64_t mtime_ns(const struct stat *st)
 typedef int (*rec_fn)(void *ctx, const ifile *f, uint64_t index, size_t off,
 		      const blq_dump_record *rec);
 
-/* Hands out f's good records; returns 0 when the file is whole, else a
- * damage code with *at and words in why. A version other than the dump's
- * is no damage: each record carries the file's. *stopped when fn stopped
- * it. */
-static int walk(const ifile *f, rec_fn fn, void *ctx, size_t *at, char *why, size_t cap,
+/* Where and how a file is damaged (walk). */
+typedef struct damage {
+	size_t at;         /* offset of the first damage */
+	uint64_t spans;    /* damaged spans skipped by a resync */
+	uint64_t skipped;  /* their bytes; the whole file when no record is read */
+	char why[128];     /* the first damage's kind, in words */
+} damage;
+
+/* Hands out f's intact records: a damaged record does not end the walk,
+ * which resynchronises on the next intact one (blq__dump_resync, as the
+ * fs reader does, so both give the same records the same indices).
+ * Returns 0 when the file is whole, else the first damage's code with
+ * dm filled. A version other than the dump's is no damage: each record
+ * carries the file's. *stopped when fn stopped it. */
+static int walk(const ifile *f, rec_fn fn, void *ctx, damage *dm,
 		bool *stopped)
 {
 	blq_dump_record rec;
-	size_t off = BLQ__DUMP_HEADER;
+	size_t off = BLQ__DUMP_HEADER, cap = sizeof(dm->why);
+	char *why = dm->why;
+	int first = 0;
 
-	*at = 0;
+	memset(dm, 0, sizeof(*dm));
 	*stopped = false;
 	if (f->hdr == 0) {
 		snprintf(why, cap, "file larger than %llu bytes",
 			 (unsigned long long)BLQ__FS_FILE_MAX);
+		dm->skipped = (uint64_t)f->st.st_size;
 		return BLQ__DUMP_TOO_LONG;
 	}
+	size_t *at = &dm->at;
+	dm->skipped = f->len; /* until a record is read */
 	if (f->hdr != BLQ__DUMP_OK) {
 		if (f->hdr == BLQ__DUMP_BAD_FORMAT) {
 			*at = 4;
@@ -176,22 +194,30 @@ static int walk(const ifile *f, rec_fn fn, void *ctx, size_t *at, char *why, siz
 		}
 		return f->hdr;
 	}
-	for (uint64_t i = 0;; i++) {
+	dm->skipped = 0;
+	for (uint64_t i = 0;;) {
 		size_t start = off;
 		int rc = blq__dump_rec_parse(f->buf, f->len, f->format, &off, &rec);
 		if (rc == BLQ__DUMP_END)
-			return 0;
+			return first;
 		if (rc != BLQ__DUMP_OK) {
-			*at = start;
-			snprintf(why, cap, "%s", blq__dump_parse_str(rc));
-			return rc;
+			if (first == 0) {
+				first = rc;
+				*at = start;
+				snprintf(why, cap, "%s", blq__dump_parse_str(rc));
+			}
+			off = blq__dump_resync(f->buf, f->len, f->format, start);
+			dm->spans++;
+			dm->skipped += off - start;
+			continue;
 		}
 		rec.version = f->version;
 		rec.index = i;
 		if (fn != NULL && fn(ctx, f, i, start, &rec) != 0) {
 			*stopped = true;
-			return 0;
+			return first;
 		}
+		i++;
 	}
 }
 
@@ -313,8 +339,8 @@ int blq__ifs_list(blq_inspect *in, const blq__iarea *a, blq_inspect_part_fn fn, 
 
 	for (size_t i = 0; rc == 0 && i < g.gl_pathc && !*stop; i++) {
 		ifile f;
-		char loc[BLQ_INSPECT_LOC_MAX], why[128];
-		size_t at;
+		char loc[BLQ_INSPECT_LOC_MAX];
+		damage dm;
 		bool stopped;
 		int k = file_open(a, base_of(g.gl_pathv[i]), &f, err);
 		if (k < 0)
@@ -329,7 +355,7 @@ int blq__ifs_list(blq_inspect *in, const blq__iarea *a, blq_inspect_part_fn fn, 
 			p.bytes = (uint64_t)f.st.st_size;
 			p.held = held(&f.st);
 			list_acc acc = {&p, &f.ck, mtime_ns(&f.st)};
-			p.damaged = walk(&f, list_rec, &acc, &at, why, sizeof(why), &stopped) != 0;
+			p.damaged = walk(&f, list_rec, &acc, &dm, &stopped) != 0;
 		}
 		if (f.hdr == BLQ__DUMP_OK) {
 			p.format = f.format;
@@ -399,10 +425,15 @@ static int scan_rec(void *ctx, const ifile *f, uint64_t index, size_t off,
 	return s->collect ? offs_push(&s->o, off) : emit_rec(s, f, index, off, rec);
 }
 
-static void emit_report(scan_acc *s, enum blq_inspect_state state, const char *why, size_t at)
+static void emit_report(scan_acc *s, enum blq_inspect_state state, const char *why, size_t at,
+			const damage *dm)
 {
 	blq_inspect_record r = {.loc = s->part, .part = s->part, .state = state, .damage = why,
 				.offset = at, .consumer = ""};
+	if (dm != NULL) {
+		r.skipped = dm->skipped;
+		r.spans = dm->spans;
+	}
 	blq__iemit_one(s->e, &r);
 }
 
@@ -410,8 +441,7 @@ static int scan_file(blq_inspect *in, const blq__iarea *a, const char *name, boo
 		     blq__iemit *e, blq_error *err)
 {
 	scan_acc s = {.a = a, .e = e, .collect = reverse};
-	char why[128];
-	size_t at;
+	damage dm;
 	bool stopped;
 	ifile f;
 
@@ -419,21 +449,21 @@ static int scan_file(blq_inspect *in, const blq__iarea *a, const char *name, boo
 	int k = file_open(a, name, &f, err);
 	if (k == 0 || k == 2)
 		emit_report(&s, k == 0 ? BLQ_INSPECT_GONE : BLQ_INSPECT_UNREADABLE,
-			    k == 0 ? "gone (restored, moved or deleted)" : f.bad, 0);
+			    k == 0 ? "gone (restored, moved or deleted)" : f.bad, 0, NULL);
 	if (k != 1)
 		return k < 0 ? k : 0;
-	int damage = walk(&f, scan_rec, &s, &at, why, sizeof(why), &stopped);
+	int damaged = walk(&f, scan_rec, &s, &dm, &stopped);
 	if (s.o.nomem) {
 		file_close(&f);
 		free(s.o.offs);
 		return blq__error_set(err, BLQ_ENOMEM, "inspect: out of memory");
 	}
 	if (!reverse) {
-		if (damage != 0 && !e->stop)
-			emit_report(&s, BLQ_INSPECT_DAMAGED, why, at);
+		if (damaged != 0 && !e->stop)
+			emit_report(&s, BLQ_INSPECT_DAMAGED, dm.why, dm.at, &dm);
 	} else {
-		if (damage != 0)
-			emit_report(&s, BLQ_INSPECT_DAMAGED, why, at);
+		if (damaged != 0)
+			emit_report(&s, BLQ_INSPECT_DAMAGED, dm.why, dm.at, &dm);
 		for (size_t i = s.o.n; i-- > 0 && !e->stop;) {
 			blq_dump_record rec;
 			size_t off = s.o.offs[i];
@@ -667,13 +697,38 @@ static int copy_rec(void *ctx, const ifile *f, uint64_t index, size_t off,
 	return 0;
 }
 
+/* mkdir -p dir: each missing component made with mode 0700 (the fs
+ * writer's files are 0600). 0, or BLQ_EINVAL naming the path. */
+static int make_dirs(const char *dir, blq_error *err)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	size_t n = strlen(dir);
+
+	if (n == 0 || n >= sizeof(p))
+		return blq__error_set(err, BLQ_EINVAL, "out_dir: \"%s\": empty or too long", dir);
+	memcpy(p, dir, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (p[i] != '/' && p[i] != '\0')
+			continue;
+		char c = p[i];
+		p[i] = '\0';
+		if (mkdir(p, 0700) != 0 && errno != EEXIST)
+			return blq__error_set(err, BLQ_EINVAL, "out_dir: cannot make \"%s\": %s", p,
+					      strerror(errno));
+		p[i] = c;
+	}
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		return blq__error_set(err, BLQ_EINVAL, "out_dir: \"%s\": not a directory", dir);
+	return 0;
+}
+
 int blq__ifs_salvage(blq_inspect *in, const blq__iarea *a, const char *file, const char *out_dir,
 		     const char *mask, const uint64_t *version, uint64_t *written, blq_error *err)
 {
 	ifile f;
 	copy_acc c = {.format = 1};
-	char why[128];
-	size_t at;
+	damage dm;
 	bool stopped;
 	int rc = file_open(a, file, &f, err);
 
@@ -687,18 +742,18 @@ int blq__ifs_salvage(blq_inspect *in, const blq__iarea *a, const char *file, con
 		return rc;
 	rc = 0;
 	if (f.hdr != BLQ__DUMP_OK) {
-		walk(&f, NULL, NULL, &at, why, sizeof(why), &stopped);
+		walk(&f, NULL, NULL, &dm, &stopped);
 		rc = blq__error_set(err, BLQ_EINVAL, "salvage: \"%s\": not a dump file: %s", f.path,
-				    why);
+				    dm.why);
 	} else {
 		/* Another version is no damage: the copy is written as the
 		 * dump's version when known (its reader takes it), else the
-		 * file's. */
-		walk(&f, copy_format, &c, &at, why, sizeof(why), &stopped);
-		walk(&f, copy_rec, &c, &at, why, sizeof(why), &stopped);
+		 * file's. Every intact record, after a damaged span too. */
+		walk(&f, copy_format, &c, &dm, &stopped);
+		walk(&f, copy_rec, &c, &dm, &stopped);
 		if (c.nomem)
 			rc = blq__error_set(err, BLQ_ENOMEM, "salvage: out of memory");
-		else if (c.count > 0)
+		else if (c.count > 0 && (rc = make_dirs(out_dir, err)) == 0)
 			rc = write_batch(out_dir, mask, dump_match(in), &c.b, c.count, c.format,
 					 version != NULL ? *version : f.version, err);
 	}
@@ -789,11 +844,11 @@ static int rewrite(const blq__iarea *a, const ifile *f, const copy_acc *c, blq_e
 static int delete_file(blq_inspect *in, const blq__iarea *a, const char *name,
 		       const blq_inspect_loc *const *locs, size_t n, blq__idel *d, blq_error *err)
 {
-	char part[BLQ_INSPECT_LOC_MAX], why[128], loc[BLQ_INSPECT_LOC_MAX];
+	char part[BLQ_INSPECT_LOC_MAX], loc[BLQ_INSPECT_LOC_MAX];
 	bool dry = d->flags & BLQ_INSPECT_DRY_RUN, stopped;
 	offs_acc o = {0};
 	copy_acc c = {0};
-	size_t at;
+	damage dm;
 	ifile f;
 	struct stat now;
 	int rc = file_open(a, name, &f, err);
@@ -828,8 +883,7 @@ static int delete_file(blq_inspect *in, const blq__iarea *a, const char *name,
 	free(f.ck.bits);
 	if (!blq__ckpt_path(f.path, ckpt, sizeof(ckpt)) || !blq__ckpt_load(ckpt, &f.st, &f.ck))
 		memset(&f.ck, 0, sizeof(f.ck));
-	int damage = walk(&f, note_off, &o, &at, why, sizeof(why),
-			  &stopped);
+	int damaged = walk(&f, note_off, &o, &dm, &stopped);
 	if (o.nomem) {
 		rc = blq__error_set(err, BLQ_ENOMEM, "delete: out of memory");
 		goto out;
@@ -839,7 +893,7 @@ static int delete_file(blq_inspect *in, const blq__iarea *a, const char *name,
 			goto out;
 		blq__idel_report(d, part, BLQ_INSPECT_DELETED, true, o.n, 0, NULL,
 				 "%s: %s (%zu records%s)", part, dry ? "would be removed" : "removed",
-				 o.n, damage ? ", damaged" : "");
+				 o.n, damaged ? ", damaged" : "");
 		goto out;
 	}
 	bool *drop = calloc(o.n ? o.n : 1, sizeof(*drop));
@@ -864,11 +918,14 @@ static int delete_file(blq_inspect *in, const blq__iarea *a, const char *name,
 		free(drop);
 		goto out;
 	}
-	if (damage != 0) {
+	if (damaged != 0) {
+		/* Its intact records after the damage have stable locations,
+		 * but a rewrite would drop the damaged spans unseen: the file
+		 * is the evidence. */
 		blq__idel_report(d, part, BLQ_INSPECT_REFUSED, true, 0, 0, NULL,
 				 "%s: damaged (%s at offset %zu): delete it whole, or salvage it "
 				 "first; nothing changed",
-				 part, why, at);
+				 part, dm.why, dm.at);
 	} else if (kept == 0) {
 		if (dry || (rc = remove_file(&f, err)) == 0)
 			blq__idel_report(d, part, BLQ_INSPECT_DELETED, true, selected, 0, NULL,
@@ -878,7 +935,7 @@ static int delete_file(blq_inspect *in, const blq__iarea *a, const char *name,
 		c.format = f.format;
 		c.skip = &f.ck;
 		c.drop = drop;
-		walk(&f, copy_rec, &c, &at, why, sizeof(why), &stopped);
+		walk(&f, copy_rec, &c, &dm, &stopped);
 		if (c.nomem)
 			rc = blq__error_set(err, BLQ_ENOMEM, "delete: out of memory");
 		else if (dry || (rc = rewrite(a, &f, &c, err)) == 0)

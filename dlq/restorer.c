@@ -45,6 +45,12 @@
  *   item in the target plus the restorer's own, so an outcome that comes
  *   after blq_restorer_free still finds valid memory; it is just not
  *   committed (the record comes again).
+ * - What the reader sets aside (a damaged file after its intact records,
+ *   a bad Redis entry) it reports through the host the restorer lends it
+ *   (blq_dump_reader.host): counted as read and quarantined, so
+ *   records = done + dead + lost + returned + quarantined + in_flight
+ *   holds for those too, and logged through the restorer's logger when
+ *   the reader has none of its own.
  * - Lock: hub->mu guards closing/kicked and the waits; counters are
  *   atomics written by the restorer thread only.
  */
@@ -121,6 +127,7 @@ struct hub {
 struct blq_restorer {
 	blq_restorer_config cfg;
 	char name[BLQ__DUMP_NAME_MAX + 1];
+	blq_dump_reader_host host; /* lent to the reader (cfg.reader->host) */
 	hub *hub;
 	pthread_t thread;
 	bool stopped, joined; /* under hub->mu: run() ended; a closer joins */
@@ -219,6 +226,17 @@ static bool take_kick(blq_restorer *r)
 }
 
 /* ---- slots and dumps ---------------------------------------------- */
+
+/* The reader set a damaged file or a bad entry aside (from within one of
+ * its calls, on this thread): read, and ended as quarantined. */
+static void on_quarantined(void *ctx, uint64_t count, uint64_t skipped_bytes)
+{
+	blq_restorer *r = ctx;
+
+	COUNT(r, records, count);
+	COUNT(r, quarantined, count);
+	COUNT(r, skipped_bytes, skipped_bytes);
+}
 
 static const char *why(const blq_error *e, int rc)
 {
@@ -936,7 +954,12 @@ blq_restorer *blq_restorer_new(const blq_restorer_config *cfg, blq_error *err)
 		r->hub->slots[i].next = r->free_slots;
 		r->free_slots = &r->hub->slots[i];
 	}
+	r->host = (blq_dump_reader_host){.name = r->name, .logger = r->cfg.logger,
+					 .quarantined = on_quarantined, .ctx = r};
+	/* Before the thread: only that thread calls the reader from now on. */
+	r->cfg.reader->host = &r->host;
 	if (blq__dump_thread(&r->thread, run, r, "blq-restore", "restorer", r->name, err) != 0) {
+		r->cfg.reader->host = NULL;
 		hub_unref(r->hub);
 		free(r);
 		return NULL;
@@ -978,6 +1001,8 @@ void blq_restorer_free(blq_restorer *r)
 	if (r == NULL)
 		return;
 	blq_restorer_close(r);
+	if (r->cfg.reader->host == &r->host)
+		r->cfg.reader->host = NULL;
 	blq__buf_free(&r->dead_buf);
 	hub_unref(r->hub); /* the hooks of items still in the target hold theirs */
 	free(r);

@@ -460,7 +460,7 @@ static void patch(const char *path, long at, const void *bytes, size_t n)
 	close(fd);
 }
 
-Test(dlqdump, damaged_files_are_quarantined_after_their_good_records)
+Test(dlqdump, damaged_files_are_quarantined_after_their_intact_records)
 {
 	char *dir = du_tmpdir("bad");
 	char f[6][512];
@@ -479,9 +479,11 @@ Test(dlqdump, damaged_files_are_quarantined_after_their_good_records)
 
 	memset(seen, 0, sizeof(seen));
 	m_quarantined = 0;
-	/* Good records: 5 + 2 + 3 + 1 + 0 + 0. */
-	restore_dir(dir, 1, 11);
-	unsigned expect_seen[6] = {5, 2, 3, 1, 0, 0};
+	/* Intact records: 5 + 4 + 3 + 4 + 0 + 0 (a damaged record in the
+	 * middle of a file loses that record only: the reader resyncs on the
+	 * next one; a truncated tail loses the tail). */
+	struct blq_restorer_stats rs = restore_dir(dir, 1, 16);
+	unsigned expect_seen[6] = {5, 4, 3, 4, 0, 0};
 	for (int k = 0; k < 6; k++) {
 		unsigned got = 0;
 		for (int i = 0; i < 5; i++)
@@ -492,6 +494,10 @@ Test(dlqdump, damaged_files_are_quarantined_after_their_good_records)
 	cr_expect_eq(du_count(dir, "*.bin"), 0);
 	cr_expect_eq(du_count(dir, "quarantine/*.bin"), 5, "five files set aside, none deleted");
 	cr_expect_eq(m_quarantined, 5);
+	cr_expect_eq(rs.quarantined, 5, "the restorer counts them as the metric does");
+	cr_expect_eq(rs.records, 16 + 5);
+	cr_expect_eq(rs.records, rs.done + rs.dead + rs.lost + rs.returned + rs.quarantined +
+					 rs.in_flight);
 	cr_expect(du_logged("bad checksum at offset"), "%s", du_log_text);
 	cr_expect(du_logged("truncated record at offset"), "%s", du_log_text);
 	cr_expect(du_logged("record length above the limit"), "%s", du_log_text);
@@ -1378,9 +1384,10 @@ Test(dlqdump, a_damaged_metadata_block_is_caught_by_the_checksum)
 
 	memset(seen, 0, sizeof(seen));
 	m_quarantined = 0;
-	restore_dir(dir, 1, 1);
+	restore_dir(dir, 1, 2);
 	cr_expect_eq(atomic_load(&seen[0]), 1);
-	cr_expect_eq(atomic_load(&seen[1]) + atomic_load(&seen[2]), 0);
+	cr_expect_eq(atomic_load(&seen[1]), 0, "the damaged record");
+	cr_expect_eq(atomic_load(&seen[2]), 1, "the record after it, by a resync");
 	cr_expect_eq(du_count(dir, "quarantine/*.bin"), 1);
 	cr_expect(du_logged("bad checksum at offset 69"), "%s", du_log_text);
 	du_rmrf(dir);

@@ -119,7 +119,7 @@ typedef struct got {
 	char loc[BLQ_INSPECT_LOC_MAX];
 	enum blq_inspect_state state;
 	char damage[128];
-	uint64_t id, offset, time_ns;
+	uint64_t id, offset, time_ns, skipped, spans;
 	size_t len;
 	uint32_t deliveries;
 	bool pending, done;
@@ -144,6 +144,8 @@ static int collect(void *ctx, const blq_inspect_record *rec)
 	snprintf(g->consumer, sizeof(g->consumer), "%s", rec->consumer);
 	g->state = rec->state;
 	g->offset = rec->offset;
+	g->skipped = rec->skipped;
+	g->spans = rec->spans;
 	g->time_ns = rec->time_ns;
 	g->len = rec->len;
 	g->deliveries = rec->deliveries;
@@ -410,7 +412,10 @@ static void poke(const char *path, off_t at, const void *p, size_t n)
 	close(fd);
 }
 
-Test(dlqinspect, damaged_files_give_their_good_records_then_file_offset_and_kind)
+/* Records after a damaged one are handed out (a resync on the next
+ * intact record), then one report: the first damage's offset and kind,
+ * the bytes skipped. Before the resync, b and c lost their third record. */
+Test(dlqinspect, damaged_files_give_their_intact_records_then_file_offset_kind_and_skipped)
 {
 	char *dir = du_tmpdir("insd");
 	char a[600], b[600], c3[600], d4[600];
@@ -431,29 +436,41 @@ Test(dlqinspect, damaged_files_give_their_good_records_then_file_offset_and_kind
 
 	blq_inspect *in = open_dir(dir);
 	coll *c = scan(in, NULL);
-	cr_assert_eq(c->n, 2 + 1 + 1 + 1 + 1 + 1 + 1, "a: 2 + damage, b: 1 + damage, c: 1 + damage, d");
+	cr_assert_eq(c->n, 2 + 1 + 2 + 1 + 2 + 1 + 1,
+		     "a: 2 + damage, b: 2 + damage, c: 2 + damage, d");
 	size_t i = 0;
 	cr_expect_eq(c->r[i++].id, 0);
 	cr_expect_eq(c->r[i++].id, 1);
 	cr_expect_eq(c->r[i].state, BLQ_INSPECT_DAMAGED);
 	cr_expect_str_eq(c->r[i].loc, "dump/a.bin");
 	cr_expect_str_eq(c->r[i].damage, "truncated record");
+	cr_expect_eq(c->r[i].skipped, REC - 5, "the cut record, to the end");
+	cr_expect_eq(c->r[i].spans, 1);
 	cr_expect_eq(c->r[i++].offset, 16 + 2 * REC);
 	cr_expect_eq(c->r[i++].id, 10);
+	cr_expect_eq(c->r[i].id, 12, "after the damage");
+	cr_expect_str_eq(c->r[i++].loc, "dump/b.bin#1@110");
 	cr_expect_str_eq(c->r[i].damage, "bad checksum");
 	cr_expect_str_eq(c->r[i].loc, "dump/b.bin");
+	cr_expect_eq(c->r[i].skipped, REC);
+	cr_expect_eq(c->r[i].spans, 1);
 	cr_expect_eq(c->r[i++].offset, 16 + REC);
 	cr_expect_eq(c->r[i++].id, 20);
+	cr_expect_eq(c->r[i++].id, 22, "after a length pointing past the end");
 	cr_expect_str_eq(c->r[i].damage, "record length above the limit");
+	cr_expect_eq(c->r[i].skipped, REC);
 	cr_expect_eq(c->r[i++].offset, 16 + REC);
 	cr_expect_str_eq(c->r[i].loc, "dump/d.bin");
 	cr_expect_str_eq(c->r[i].damage, "bad magic");
+	cr_expect_eq(c->r[i].skipped, 16, "the whole file");
+	cr_expect_eq(c->r[i].spans, 0);
 	cr_expect_eq(c->r[i].offset, 0);
 
 	blq_inspect_summary s;
 	cr_expect_eq(blq_inspect_verify(in, NULL, &s, NULL, NULL, NULL), 1, "an exit code");
-	cr_expect_eq(s.records, 4);
+	cr_expect_eq(s.records, 6);
 	cr_expect_eq(s.damaged, 4);
+	cr_expect_eq(s.skipped, (REC - 5) + REC + REC + 16);
 	parts *ps = list(in);
 	cr_assert_eq(ps->n, 4);
 	cr_expect_eq(ps->p[0].records, 2);
@@ -521,12 +538,13 @@ static void live_start(live *l, blq_dump_reader *rd, blq_worker_fn worker)
 	cr_assert_not_null(l->r, "%s", err.msg);
 }
 
-/* Stops it; checks records = done + dead + lost + returned + in_flight. */
+/* Stops it; checks records = done + dead + lost + returned + quarantined +
+ * in_flight. */
 static struct blq_restorer_stats live_stop(live *l)
 {
 	blq_restorer_close(l->r);
 	struct blq_restorer_stats s = rstats(l->r);
-	cr_expect_eq(s.records, s.done + s.dead + s.lost + s.returned + s.in_flight,
+	cr_expect_eq(s.records, s.done + s.dead + s.lost + s.returned + s.quarantined + s.in_flight,
 		     "records %llu", (unsigned long long)s.records);
 	blq_restorer_free(l->r);
 	blq_close(l->q);
@@ -555,7 +573,7 @@ Test(dlqinspect, salvage_then_a_restorer_restores_exactly_the_good_records)
 	snprintf(f, sizeof(f), "%s/old.bin", q);
 	write_file(f, 0, 6);
 	unsigned char x = 0x01;
-	poke(f, 16 + 4 * REC + 20, &x, 1); /* record 4 damaged: 0..3 good */
+	poke(f, 16 + 4 * REC + 20, &x, 1); /* record 4 damaged: 0..3 and 5 intact */
 	char *before = snapshot(q);
 
 	blq_inspect *in = open_dir(dir);
@@ -567,16 +585,17 @@ Test(dlqinspect, salvage_then_a_restorer_restores_exactly_the_good_records)
 	blq_error err;
 	cr_assert_eq(blq_inspect_salvage(in, "quarantine/old.bin", dir, NULL, &n, &err), 0, "%s",
 		     err.msg);
-	cr_expect_eq(n, 4);
+	cr_expect_eq(n, 5, "the record after the damage too");
 	char *after = snapshot(q);
 	cr_expect_str_eq(after, before, "the source is left in place");
 	free(before);
 	free(after);
 	cr_assert_eq(du_count(dir, "*.bin"), 1);
 	coll *c = scan(in, &(blq_inspect_filter){.part = "dump"});
-	cr_assert_eq(c->n, 4);
-	cr_expect_eq(c->r[3].why.reason, BLQ_DLQ_FAILED, "format 2 kept the why");
-	cr_expect_eq(c->r[3].why.attempts, 3);
+	cr_assert_eq(c->n, 5);
+	cr_expect_eq(c->r[4].id, 5);
+	cr_expect_eq(c->r[4].why.reason, BLQ_DLQ_FAILED, "format 2 kept the why");
+	cr_expect_eq(c->r[4].why.attempts, 3);
 	blq_inspect_close(in);
 
 	for (size_t i = 0; i < MAX_IDS; i++)
@@ -585,9 +604,9 @@ Test(dlqinspect, salvage_then_a_restorer_restores_exactly_the_good_records)
 	live_start(&l, fs_reader(dir), sink);
 	cr_expect(TU_WAIT_FOR(du_count(dir, "*.bin") == 0, 5000));
 	struct blq_restorer_stats s = live_stop(&l);
-	cr_expect_eq(s.restored, 4);
+	cr_expect_eq(s.restored, 5);
 	for (uint64_t id = 0; id < 8; id++)
-		cr_expect_eq(atomic_load(&seen[id]), id < 4 ? 1u : 0u, "id %llu",
+		cr_expect_eq(atomic_load(&seen[id]), id < 6 && id != 4 ? 1u : 0u, "id %llu",
 			     (unsigned long long)id);
 	cr_expect_eq(du_count(q, "*"), 1, "quarantined file still there");
 	du_rmrf(dir);

@@ -489,7 +489,8 @@ Test(restorer, a_record_delivered_max_restores_times_goes_to_the_dead_store)
 	struct blq_restorer_stats s = rstats(r);
 	cr_expect_eq(s.dead, 5, "restores 0 + deliveries 2 reached max_restores 2");
 	cr_expect_eq(s.restored, 0);
-	cr_expect_eq(s.records, s.dead + s.done + s.lost + s.returned + s.in_flight);
+	cr_expect_eq(s.records,
+		     s.dead + s.done + s.lost + s.returned + s.quarantined + s.in_flight);
 	cr_expect_eq(du_count(dead, "*.bin"), 1);
 	cr_expect_eq(du_count(dir, "*.bin") + du_count(dir, ".*.ckpt"), 0);
 	unsigned dups;

@@ -256,6 +256,31 @@ struct blq_dump_writer {
 };
 
 /**
+ * What a restorer lends the reader it uses (blq_dump_reader.host), so that
+ * what the reader sets aside is counted and logged with the restorer's
+ * own: blq_restorer_new points the reader's host at its own, and
+ * blq_restorer_free sets it back to NULL. A reader calls it from within
+ * its own calls, so on the restorer's thread.
+ */
+typedef struct blq_dump_reader_host {
+	/** The restorer's name: a reader made without a name of its own
+	 * names the restorer in its log lines. */
+	const char *name;
+	/** The restorer's logger: a reader whose own logger is off (log
+	 * NULL) logs through it. */
+	blq_logger logger;
+	/** The reader set a damaged dump or a bad entry aside (quarantined):
+	 * \p count dumps (files) or entries, 1 each; \p skipped_bytes, the
+	 * bytes of it that no intact record covered (a file's damaged spans;
+	 * the whole file when its header or version is wrong; 0 for an
+	 * entry). A file's intact records were handed out before, as any
+	 * other records. The restorer counts it in blq_restorer_stats
+	 * (quarantined, skipped_bytes, records). */
+	void (*quarantined)(void *ctx, uint64_t count, uint64_t skipped_bytes);
+	void *ctx; /**< passed to quarantined */
+} blq_dump_reader_host;
+
+/**
  * A reader: hands out dumps (a file, a batch of stream entries), several
  * open at once, and takes back which of their records are done. Called
  * from one restorer's thread only. A custom reader embeds this struct as
@@ -268,9 +293,11 @@ struct blq_dump_reader {
 	 * there is none now, or a negative BLQ_E* code (err says why). */
 	int (*next)(blq_dump_reader *r, void **dump, blq_error *err);
 	/** The claimed dump's next good record. Return 1 with *rec set, 0 at
-	 * the end (a damaged dump ends at its damage; the reader reports it
-	 * and sets the dump aside at commit), or a negative code (I/O error:
-	 * the restorer releases the dump). */
+	 * the end (a damaged file's intact records come before and after its
+	 * damage: the built-in reader skips each damaged span to the next
+	 * intact record; the reader reports the damage and sets the dump
+	 * aside at commit), or a negative code (I/O error: the restorer
+	 * releases the dump). */
 	int (*record)(blq_dump_reader *r, void *dump, blq_dump_record *rec, blq_error *err);
 	/** Record `index` of dump is done (its item reached its outcome). The
 	 * reader may keep the mark in memory until sync. Return 0 or a
@@ -296,6 +323,11 @@ struct blq_dump_reader {
 	int (*refresh)(blq_dump_reader *r, void *dump, blq_error *err);
 	/** Frees the reader; NULL when the caller owns its storage. */
 	void (*destroy)(blq_dump_reader *r);
+	/** The restorer using this reader (blq_dump_reader_host), set by
+	 * blq_restorer_new and cleared by blq_restorer_free; NULL otherwise.
+	 * A custom reader leaves it NULL when it makes itself, and may report
+	 * what it sets aside through it when it is not NULL. */
+	const blq_dump_reader_host *host;
 };
 
 /**
@@ -334,13 +366,14 @@ typedef struct blq_dump_fs_config {
 	/** Reader: the version it accepts; a file of another version is
 	 * quarantined. */
 	uint64_t version;
-	/** Reader: name for quarantine reports; copied. Default "restorer",
-	 * 1..63 bytes. */
+	/** Reader: name for quarantine reports; copied. Default: its
+	 * restorer's name, "restorer" without one; 1..63 bytes. */
 	const char *name;
 	/** Reader: metrics for quarantine reports; optional, borrowed (must
 	 * outlive the reader). */
 	const blq_dump_metrics *metrics;
-	/** Reader: logger for quarantine reports; optional. */
+	/** Reader: logger for quarantine reports; optional: when off, the
+	 * reader logs through its restorer's logger (blq_dump_reader_host). */
 	blq_logger logger;
 } blq_dump_fs_config;
 
@@ -370,10 +403,16 @@ BLQ_API blq_dump_writer *blq_dump_fs_writer_new(const blq_dump_fs_config *cfg, b
  * claim and at each sync (fsync'd, then renamed over the last one): a
  * restart skips the records done and marks the others as redeliveries.
  * A file and its checkpoint are removed once all its records are done.
- * A file with a bad magic, another version, a
- * bad checksum, a truncated tail or an absurd length is moved to the
- * quarantine directory after its good records were restored (never
- * deleted), with a log line (warn) and the quarantined metric.
+ * A file with a bad magic, another version, a bad checksum, a truncated
+ * tail, an absurd length or bad metadata is moved to the quarantine
+ * directory (never deleted) after its intact records were restored: a
+ * damaged record does not end the file, the reader skips to the next
+ * offset where a whole record parses with a valid checksum and goes on,
+ * so records after the damage are restored too (their indices, and so the
+ * checkpoint, are the same at every claim). The move is logged (warn: the
+ * file, its first damage and offset, the damaged spans and the bytes
+ * skipped, the records restored), counted in the quarantined metric and
+ * in its restorer's stats (blq_restorer_stats.quarantined).
  * \param cfg the directory, match, quarantine, version, name, metrics and
  *        logger; only read during the call (metrics is kept: borrowed).
  * \param[out] err optional; on failure receives the code and a message.
@@ -419,13 +458,14 @@ typedef struct blq_dump_redis_config {
 	/** Reader: the version it accepts; other entries are moved to
 	 * `KEY:quarantine`. */
 	uint64_t version;
-	/** Reader: name for quarantine reports; copied. Default "restorer",
-	 * 1..63 bytes. */
+	/** Reader: name for quarantine reports; copied. Default: its
+	 * restorer's name, "restorer" without one; 1..63 bytes. */
 	const char *name;
 	/** Reader: metrics for quarantine reports; optional, borrowed (must
 	 * outlive the reader). */
 	const blq_dump_metrics *metrics;
-	/** Reader: logger for quarantine reports; optional. */
+	/** Reader: logger for quarantine reports; optional: when off, the
+	 * reader logs through its restorer's logger (blq_dump_reader_host). */
 	blq_logger logger;
 } blq_dump_redis_config;
 
@@ -692,11 +732,19 @@ typedef struct blq_restorer_config {
 } blq_restorer_config;
 
 /** Restorer counters. Every record read ends as one of done, dead, lost,
- * or returned (given back unfinished; it comes again), or is still in
- * flight: records = done + dead + lost + returned + in_flight. */
+ * returned (given back unfinished; it comes again) or quarantined (set
+ * aside by the reader), or is still in flight:
+ * records = done + dead + lost + returned + quarantined + in_flight.
+ * What is quarantined counts as the quarantined metric does: one per bad
+ * Redis entry, one per damaged file moved aside (whatever its damaged
+ * spans held; its intact records count as records of their own, restored
+ * like any other). */
 struct blq_restorer_stats {
-	uint64_t dumps;        /**< dumps restored and removed */
-	uint64_t records;      /**< records read */
+	uint64_t dumps;        /**< dumps restored and removed (damaged files
+				* moved aside included) */
+	/** Records read, plus each entry or damaged file the reader set
+	 * aside (quarantined). */
+	uint64_t records;
 	uint64_t restored;     /**< items the target accepted */
 	uint64_t bytes_out;    /**< their bytes */
 	uint64_t dead;         /**< records sent to the dead store */
@@ -718,6 +766,16 @@ struct blq_restorer_stats {
 				* duplicates of an earlier, dead restorer's
 				* (an upper bound on the duplicates) */
 	uint64_t in_flight;    /**< gauge: records handed out, not yet settled */
+	/** Set aside by the reader (blq_dump_reader_host): bad Redis entries
+	 * (copied to KEY:quarantine, one each) and damaged files (moved to
+	 * the quarantine directory, one each, after their intact records
+	 * were restored). The same count as the quarantined metric
+	 * (dlqdump_quarantined_total). */
+	uint64_t quarantined;
+	/** Bytes of the quarantined files that no intact record covered:
+	 * their damaged spans (the whole file when its header or version is
+	 * wrong). What restoring could not recover. */
+	uint64_t skipped_bytes;
 };
 
 /**

@@ -22,6 +22,12 @@
  * The offset in a file record's location guards it: an operation on it
  * checks that record INDEX still starts at OFFSET (a file rewritten by
  * blq_inspect_delete shifts its later records), and refuses a stale one.
+ * In a damaged file, records after the damage have locations too: the
+ * inspector, like the restorer's reader, skips a damaged span to the next
+ * offset where a whole record parses with a valid checksum, and INDEX
+ * counts the intact records in file order, so the same file gives the
+ * same locations every time (and the restorer's checkpoint the same
+ * indices).
  *
  * Reading (list, scan, verify, salvage) never claims, locks, moves, acks
  * or deletes anything, and never writes a restorer's checkpoint: it reads
@@ -292,8 +298,10 @@ BLQ_API int blq_inspect_list(blq_inspect *in, blq_inspect_part_fn fn, void *ctx,
 /** What a scanned item is. */
 enum blq_inspect_state {
 	BLQ_INSPECT_OK = 0,      /**< a good record */
-	BLQ_INSPECT_DAMAGED = 1, /**< damage: a file's damage (at offset; no record
-				  * follows it in that file), or a bad entry */
+	BLQ_INSPECT_DAMAGED = 1, /**< damage: a file's (its first damage at offset;
+				  * one report per file, after its intact
+				  * records, skipped and spans say how much was
+				  * skipped), or a bad entry */
 	BLQ_INSPECT_GONE = 2,    /**< the file went (a restorer removed or moved it)
 				  * before it could be read */
 	BLQ_INSPECT_UNREADABLE = 3, /**< the name matches but cannot be read as a
@@ -332,6 +340,13 @@ typedef struct blq_inspect_record {
 	bool pending;
 	const char *consumer; /**< the pending entry's consumer; "" otherwise */
 	blq_dlq_why why; /**< why it was dead-lettered (format 2), else zero */
+	/** DAMAGED file: the bytes no intact record covers (every damaged
+	 * span, each from its damage to the next intact record or the end;
+	 * the whole file when its header or version is wrong). 0 otherwise. */
+	uint64_t skipped;
+	/** DAMAGED file: the damaged spans skipped (0 when its header or
+	 * version is wrong: no record was read). 0 otherwise. */
+	uint64_t spans;
 } blq_inspect_record;
 
 /** Receives a record; return 0 to go on, anything else to stop. */
@@ -356,8 +371,10 @@ typedef struct blq_inspect_filter {
 
 /**
  * Hand out, in order, every record of the selected parts that passes the
- * filter, with its location and state. A damaged file gives its good
- * records, then one damage report (offset and kind), and the scan goes
+ * filter, with its location and state. A damaged file gives all its
+ * intact records, those after a damaged span too (newest first: the
+ * report comes first), then one damage report (the first damage's
+ * offset and kind, the bytes skipped and the spans), and the scan goes
  * on with the next file. Read-only, safe beside a running restorer.
  * \param in the inspector.
  * \param f the filter; NULL: everything.
@@ -381,6 +398,9 @@ typedef struct blq_inspect_summary {
 	uint64_t damaged; /**< damage reports (files and entries) */
 	uint64_t gone;    /**< files gone while read */
 	uint64_t unreadable; /**< names that match but cannot be read (BLQ_INSPECT_UNREADABLE) */
+	/** Bytes of damaged files that no intact record covers (the sum of
+	 * their reports' skipped). */
+	uint64_t skipped;
 } blq_inspect_summary;
 
 /**
@@ -403,18 +423,19 @@ BLQ_API int blq_inspect_verify(blq_inspect *in, const blq_inspect_filter *f,
 /* ---- salvage, delete, append -------------------------------------- */
 
 /**
- * Copy the good records of a file (of any area: a quarantined file
- * usually) into a new dump file in \p out_dir, through the fs writer
- * (temporary name, fsync, rename, directory fsync): as the dump's version
- * when anything says it (blq_inspect_version returns 0), else as the
- * file's own (so a file quarantined for its version comes back as one
- * its reader takes); format 2 when a record says why it was
- * dead-lettered, else 1. The source is left in place. A file with no good
- * record writes nothing.
+ * Copy the intact records of a file (of any area: a quarantined file
+ * usually), before and after its damaged spans, into a new dump file in
+ * \p out_dir (made when missing), through the fs writer (temporary name,
+ * fsync, rename, directory fsync): as the dump's version when anything
+ * says it (blq_inspect_version returns 0), else as the file's own (so a
+ * file quarantined for its version comes back as one its reader takes);
+ * format 2 when a record says why it was dead-lettered, else 1. The
+ * source is left in place. A file with no intact record writes nothing.
  * \param in the inspector.
  * \param part the file's location ("quarantine/NAME").
  * \param out_dir the directory to write into (the dump's own directory
- *        to restore them).
+ *        to restore them); made when missing, with its missing parents
+ *        (as mkdir -p, mode 0700), when there is something to write.
  * \param file_mask the new file's name mask (blq_dump_fs_config); NULL:
  *        the names blq_inspect_append would use (see
  *        blq_inspect_config.file_mask).
@@ -423,9 +444,10 @@ BLQ_API int blq_inspect_verify(blq_inspect *in, const blq_inspect_filter *f,
  * \retval 0 written (or nothing to write).
  * \retval BLQ_EINVAL a NULL argument, \p part not a file location, the
  *         file missing or not a regular file, "not a dump file" (bad
- *         magic, truncated header, unknown format), a bad \p out_dir or
- *         mask, a version given that the dump contradicts, names of two
- *         kinds in the dump (no mask to learn).
+ *         magic, truncated header, unknown format), a bad \p out_dir (not
+ *         a directory, or one that cannot be made) or mask, a version
+ *         given that the dump contradicts, names of two kinds in the dump
+ *         (no mask to learn).
  * \retval BLQ_EIO the write failed (nothing was published).
  * \retval BLQ_ENOMEM out of memory.
  */
@@ -446,8 +468,9 @@ enum blq_inspect_action {
 				    * entry pending, with KEEP_PENDING) */
 	BLQ_INSPECT_NOT_FOUND = 3, /**< skipped: no such file, entry or record, or a
 				    * stale location (the record moved) */
-	BLQ_INSPECT_REFUSED = 4,   /**< skipped: some records of a damaged file
-				    * (delete it whole, or salvage it first) */
+	BLQ_INSPECT_REFUSED = 4,   /**< skipped: some records of a damaged file,
+				    * before or after its damage (delete it
+				    * whole, or salvage it first) */
 };
 
 /** One action of blq_inspect_delete; pointers valid during the callback. */

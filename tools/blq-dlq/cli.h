@@ -136,6 +136,10 @@ const char **cli_batch_locs(const struct cli_batch *b);
 const char *cli_time(uint64_t ns, char *buf, size_t cap);
 /* Human-readable bytes ("512 B", "1.5 KiB"). */
 const char *cli_size(uint64_t bytes, char *buf, size_t cap);
+/* What a file's damage report skipped, as " (1 damaged span, 56 bytes
+ * skipped)" or " (4096 bytes skipped, no record read)"; "" for a report
+ * that skipped nothing (a stream entry's). */
+const char *cli_skipped(const blq_inspect_record *r, char *buf, size_t cap);
 /* A JSON string (quoted, escaped) to f. */
 void cli_json_str(FILE *f, const char *s);
 /* The payload: text when it is printable (quoted), else hex; at most 64

@@ -59,6 +59,8 @@ static int show_one(void *ctx, const blq_inspect_record *r)
 						       : r->state == BLQ_INSPECT_DAMAGED ? "damaged"
 											  : "gone");
 		cli_json_str(stdout, r->damage);
+		if (r->state == BLQ_INSPECT_DAMAGED)
+			printf(",\"skipped\":%" PRIu64 ",\"spans\":%" PRIu64, r->skipped, r->spans);
 		printf(",\"offset\":%" PRIu64 ",\"len\":%zu,\"size\":%zu,\"restores\":%u,"
 		       "\"deliveries\":%u,\"version\":%" PRIu64 ",\"time_ns\":%" PRIu64
 		       ",\"done\":%s,\"pending\":%s,\"consumer\":",
@@ -77,8 +79,10 @@ static int show_one(void *ctx, const blq_inspect_record *r)
 	char when[48], size[32], why[BLQ_DLQ_QUEUE_MAX + 64];
 	if (r->state != BLQ_INSPECT_OK) {
 		printf("%s  %s", r->loc, state_names[r->state]);
+		char more[96];
 		if (r->state == BLQ_INSPECT_DAMAGED)
-			printf(" at offset %" PRIu64 ": %s", r->offset, r->damage);
+			printf(" at offset %" PRIu64 ": %s%s", r->offset, r->damage,
+			       cli_skipped(r, more, sizeof(more)));
 		printf("\n");
 		return 0;
 	}

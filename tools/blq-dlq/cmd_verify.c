@@ -19,13 +19,15 @@ static int report(void *ctx, const blq_inspect_record *r)
 							    : "damaged",
 		       r->offset);
 		cli_json_str(stdout, r->damage);
-		printf("}\n");
+		printf(",\"skipped\":%" PRIu64 ",\"spans\":%" PRIu64 "}\n", r->skipped, r->spans);
 	} else if (r->state == BLQ_INSPECT_GONE) {
 		printf("%s: gone while read (a restorer took it)\n", r->loc);
 	} else if (r->state == BLQ_INSPECT_UNREADABLE) {
 		printf("%s: UNREADABLE: %s\n", r->loc, r->damage);
 	} else {
-		printf("%s: DAMAGED at offset %" PRIu64 ": %s\n", r->loc, r->offset, r->damage);
+		char more[96];
+		printf("%s: DAMAGED at offset %" PRIu64 ": %s%s\n", r->loc, r->offset, r->damage,
+		       cli_skipped(r, more, sizeof(more)));
 	}
 	return 0;
 }
@@ -55,11 +57,17 @@ static int run(struct cli_opts *o)
 	char size[32], more[48];
 	if (o->json)
 		printf("{\"records\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"damaged\":%" PRIu64
-		       ",\"gone\":%" PRIu64 ",\"unreadable\":%" PRIu64 "}\n",
-		       s.records, s.bytes, s.damaged, s.gone, s.unreadable);
-	else
+		       ",\"gone\":%" PRIu64 ",\"skipped\":%" PRIu64 ",\"unreadable\":%" PRIu64
+		       "}\n",
+		       s.records, s.bytes, s.damaged, s.gone, s.skipped, s.unreadable);
+	else if (s.skipped == 0)
 		printf("%" PRIu64 " records (%s) good, %" PRIu64 " damaged, %" PRIu64 " gone%s\n",
 		       s.records, cli_size(s.bytes, size, sizeof(size)), s.damaged, s.gone,
+		       unreadable(s.unreadable, more, sizeof(more)));
+	else
+		printf("%" PRIu64 " records (%s) good, %" PRIu64 " damaged (%" PRIu64
+		       " bytes skipped), %" PRIu64 " gone%s\n",
+		       s.records, cli_size(s.bytes, size, sizeof(size)), s.damaged, s.skipped, s.gone,
 		       unreadable(s.unreadable, more, sizeof(more)));
 	return rc == 1 ? CLI_FOUND : CLI_OK;
 }
@@ -70,8 +78,10 @@ const struct cli_cmd cli_verify = {
 	"\n"
 	"Reads every record of every file and stream entry (of one area or file\n"
 	"with --part) and checks it (header, length, checksum); prints each\n"
-	"damage as LOCATION: DAMAGED at offset N: WHAT, and a name that is no\n"
-	"readable dump file (a directory, a symbolic link) as LOCATION:\n"
+	"damaged file or entry as LOCATION: DAMAGED at offset N: WHAT (its\n"
+	"first damage; for a file also the damaged spans and the bytes skipped:\n"
+	"records after a damaged span are read and counted), and a name that is\n"
+	"no readable dump file (a directory, a symbolic link) as LOCATION:\n"
 	"UNREADABLE: WHY, then the totals. Every version is read (a record\n"
 	"carries its own).\n"
 	"Read-only; safe beside a running restorer (a file it removes meanwhile\n"

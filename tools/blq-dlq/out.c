@@ -38,6 +38,18 @@ const char *cli_time(uint64_t ns, char *buf, size_t cap)
 	return buf;
 }
 
+const char *cli_skipped(const blq_inspect_record *r, char *buf, size_t cap)
+{
+	if (r->skipped == 0 && r->spans == 0)
+		snprintf(buf, cap, "%s", "");
+	else if (r->spans == 0)
+		snprintf(buf, cap, " (%" PRIu64 " bytes skipped, no record read)", r->skipped);
+	else
+		snprintf(buf, cap, " (%" PRIu64 " damaged span%s, %" PRIu64 " bytes skipped)", r->spans,
+			 r->spans == 1 ? "" : "s", r->skipped);
+	return buf;
+}
+
 const char *cli_size(uint64_t bytes, char *buf, size_t cap)
 {
 	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
