@@ -503,6 +503,17 @@ static int quarantine(fs_reader *r, fs_dump *d, blq_error *err)
 			return blq__error_set(err, BLQ_EIO, "cannot quarantine \"%s\" to \"%s\": %s",
 					      d->path, to, strerror(errno));
 	}
+	/* Its done marks go with it (a rename keeps the inode the checkpoint
+	 * names): its intact records were restored, and a redrive of the
+	 * quarantine (blq_inspect_redrive) or a salvage leaves done records
+	 * out, where without them each would deliver them again. Best
+	 * effort: a file quarantined without them (a crash right here) has
+	 * its records come again, duplicates and never a loss. */
+	char qck[sizeof(to) + 16];
+	if (blq__ckpt_path(to, qck, sizeof(qck)) && blq__ckpt_store(qck, &d->ck, true) != 0)
+		blq__dlog(&r->logger, BLQ_LOG_WARN,
+			  "dump %s: %s: cannot keep its done marks (%s): a redrive of it "
+			  "delivers its restored records again", r->name, to, strerror(errno));
 	if (d->unread)
 		blq__dlog(log_to(r), BLQ_LOG_WARN,
 			  "dump %s: %s: %s; moved to %s (%llu bytes, no record read)", name_of(r),

@@ -749,6 +749,7 @@ int blq__ifs_salvage(blq_inspect *in, const blq__iarea *a, const char *file, con
 		/* Another version is no damage: the copy is written as the
 		 * dump's version when known (its reader takes it), else the
 		 * file's. Every intact record, after a damaged span too. */
+		c.skip = &f.ck; /* records a restorer marked done: restored already */
 		walk(&f, copy_format, &c, &dm, &stopped);
 		walk(&f, copy_rec, &c, &dm, &stopped);
 		if (c.nomem)

@@ -179,8 +179,10 @@ static int move(redrive *r, const rbatch *b, const char *whole)
 			rc = blq__error_set(r->err, BLQ_ENOMEM, "redrive: out of memory");
 	}
 	char why[sizeof(r->err->msg)];
-	if (rc == 0 && (rc = blq__iappend_buf(r->to, &buf, b->n, format, r->st->version,
-					      r->err)) != 0) {
+	/* A damaged file whose intact records were all restored (done) has
+	 * nothing to write: it is only deleted. */
+	if (rc == 0 && b->n > 0 &&
+	    (rc = blq__iappend_buf(r->to, &buf, b->n, format, r->st->version, r->err)) != 0) {
 		snprintf(why, sizeof(why), "%s", r->err != NULL ? r->err->msg : "");
 		blq__error_set(r->err, rc, "redrive: writing: %s (the batch stays in the source; "
 					   "%llu moved before it)",

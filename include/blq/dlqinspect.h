@@ -429,8 +429,11 @@ BLQ_API int blq_inspect_verify(blq_inspect *in, const blq_inspect_filter *f,
  * fsync, rename, directory fsync): as the dump's version when anything
  * says it (blq_inspect_version returns 0), else as the file's own (so a
  * file quarantined for its version comes back as one its reader takes);
- * format 2 when a record says why it was dead-lettered, else 1. The
- * source is left in place. A file with no intact record writes nothing.
+ * format 2 when a record says why it was dead-lettered, else 1. Records
+ * a restorer marked done are left out: they were restored (a restorer
+ * quarantines a damaged file after restoring its intact records, and its
+ * done marks go with it). The source is left in place. A file with no
+ * record left to copy writes nothing.
  * \param in the inspector.
  * \param part the file's location ("quarantine/NAME").
  * \param out_dir the directory to write into (the dump's own directory
