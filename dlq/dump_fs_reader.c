@@ -88,16 +88,12 @@ typedef struct fs_reader {
  * restorer's (blq_dump_reader.host). */
 static const blq_logger *log_to(const fs_reader *r)
 {
-	const blq_dump_reader_host *h = r->r.host;
-
-	return r->logger.log == NULL && h != NULL ? &h->logger : &r->logger;
+	return blq__reader_logger(&r->r, &r->logger);
 }
 
 static const char *name_of(const fs_reader *r)
 {
-	const blq_dump_reader_host *h = r->r.host;
-
-	return !r->named && h != NULL && h->name != NULL ? h->name : r->name;
+	return blq__reader_name(&r->r, r->named, r->name);
 }
 
 typedef struct fs_dump {

@@ -84,16 +84,12 @@ typedef struct redis_reader {
  * restorer's (blq_dump_reader.host). */
 static const blq_logger *log_to(const redis_reader *rr)
 {
-	const blq_dump_reader_host *h = rr->r.host;
-
-	return rr->logger.log == NULL && h != NULL ? &h->logger : &rr->logger;
+	return blq__reader_logger(&rr->r, &rr->logger);
 }
 
 static const char *name_of(const redis_reader *rr)
 {
-	const blq_dump_reader_host *h = rr->r.host;
-
-	return !rr->named && h != NULL && h->name != NULL ? h->name : rr->name;
+	return blq__reader_name(&rr->r, rr->named, rr->name);
 }
 
 typedef struct redis_dump {

@@ -84,3 +84,17 @@ int blq__dump_check_interval(uint64_t v, const char *field, bool forever_ok, blq
 			      field, (unsigned long long)year, forever_ok ? " or UINT64_MAX (no limit)" : "",
 			      (unsigned long long)v);
 }
+
+const blq_logger *blq__reader_logger(const blq_dump_reader *r, const blq_logger *own)
+{
+	const blq_dump_reader_host *h = r->host;
+
+	return own->log == NULL && h != NULL ? &h->logger : own;
+}
+
+const char *blq__reader_name(const blq_dump_reader *r, bool named, const char *own)
+{
+	const blq_dump_reader_host *h = r->host;
+
+	return !named && h != NULL && h->name != NULL ? h->name : own;
+}

@@ -37,6 +37,12 @@ int blq__dump_name(char out[BLQ__DUMP_NAME_MAX + 1], const char *name, const cha
 int blq__dump_thread(pthread_t *t, void *(*fn)(void *), void *arg, const char *tname,
 		     const char *what, const char *name, blq_error *err);
 
+/* Where a reader's reports go: its own logger (name) when it has one,
+ * else its restorer's (blq_dump_reader.host), so a restorer's log and
+ * counters see what its reader sets aside. */
+const blq_logger *blq__reader_logger(const blq_dump_reader *r, const blq_logger *own);
+const char *blq__reader_name(const blq_dump_reader *r, bool named, const char *own);
+
 /* Checks a logger: ctx without log is refused, naming field. */
 int blq__dump_check_logger(const blq_logger *l, const char *field, blq_error *err);
 

@@ -36,16 +36,10 @@
 
 #include "errorf.h"
 #include "inspect.h"
+#include "monotonic.h"
 
 #define SLICE_NS 50000000ull
 #define BATCH_MAX 10000u
-
-static uint64_t mono_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 /* A record copied out of a scan (its pointers live only in the callback). */
 typedef struct rrec {
@@ -115,7 +109,7 @@ typedef struct redrive {
 
 static bool report(redrive *r)
 {
-	r->st->elapsed_s = (double)(mono_ns() - r->start_ns) / 1e9;
+	r->st->elapsed_s = (double)(blq__monotonic_ns() - r->start_ns) / 1e9;
 	return r->cfg->progress != NULL && r->cfg->progress(r->cfg->ctx, r->st) != 0;
 }
 
@@ -127,7 +121,7 @@ static bool wait_due(redrive *r, uint64_t n)
 	double after = (double)n / r->cfg->rate * 1e9;
 	uint64_t due = r->start_ns + (after < 1.8e19 - (double)r->start_ns ? (uint64_t)after
 									  : UINT64_MAX / 2);
-	for (uint64_t now = mono_ns(); now < due; now = mono_ns()) {
+	for (uint64_t now = blq__monotonic_ns(); now < due; now = blq__monotonic_ns()) {
 		uint64_t d = due - now < SLICE_NS ? due - now : SLICE_NS;
 		struct timespec ts = {(time_t)(d / 1000000000ull), (long)(d % 1000000000ull)};
 		nanosleep(&ts, NULL);
@@ -389,7 +383,7 @@ int blq_inspect_redrive(blq_inspect *from, const blq_inspect_redrive_config *cfg
 		batch = c->rate > 0 ? (c->rate / 10 >= 1 ? (size_t)(c->rate / 10) : 1) : 500;
 	if (batch > BATCH_MAX)
 		batch = BATCH_MAX;
-	r.start_ns = mono_ns();
+	r.start_ns = blq__monotonic_ns();
 
 	if (from->areas[pl.area].kind == BLQ__IAREA_DIR)
 		rc = salvage_damaged(&r, pl.area, pl.file[0] != '\0' ? part : NULL);
@@ -425,7 +419,7 @@ int blq_inspect_redrive(blq_inspect *from, const blq_inspect_redrive_config *cfg
 	 * out makes the rate reported the one kept. */
 	if (rc == 0 && st.moved > 0 && !wait_due(&r, st.moved))
 		rc = 1;
-	st.elapsed_s = (double)(mono_ns() - r.start_ns) / 1e9;
+	st.elapsed_s = (double)(blq__monotonic_ns() - r.start_ns) / 1e9;
 	rbatch_clear(&b);
 	free(b.v);
 	if (out != NULL)
