@@ -15,8 +15,8 @@
  * once with the stage and freed with it, so a stopped key's history is
  * gone and a key started again begins a new one. Recording overwrites the
  * oldest sample; nothing is allocated per sample. Size per live key:
- * DEMO_HISTORY_SAMPLES x demo_sample_size(sub-queues), 57,600 bytes
- * without QoS (192 bytes a sample) plus 2,400 per QoS sub-queue; at most
+ * DEMO_HISTORY_SAMPLES x demo_sample_size(sub-queues), 69,600 bytes
+ * without QoS (232 bytes a sample) plus 2,400 per QoS sub-queue; at most
  * DEMO_STAGES_MAX (64) keys are live.
  *
  * Samples are numbered from 1 (their "seq") in the order taken; a reader
@@ -39,8 +39,10 @@ typedef struct demo_sample {
 	double rate, wakeup_factor, sleep_factor;
 	uint32_t workers_active, workers_asleep, workers_idle, workers_min, workers_max;
 	uint32_t workers_busy, workers_overrunning, workers_stuck;
-	uint32_t producers_active, producers_blocked;
-	uint64_t in, processed, failed, leaked, lost, retried, expired, leaked_deadline, timed_out;
+	uint32_t producers_active, producers_blocked, dlq_waiting;
+	uint64_t in, processed, failed, leaked, lost, retried, expired, timed_out;
+	/* leaked by reason: they add up to leaked */
+	uint64_t leaked_rear, leaked_front, leaked_failed, leaked_deadline, leaked_closed;
 	uint64_t dump_written, dump_dropped, restored; /* 0 without a dump or restorer */
 	uint64_t egress_size;                          /* with QoS */
 	uint64_t subq_size[];                          /* with QoS: one per sub-queue */

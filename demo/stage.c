@@ -79,6 +79,21 @@ static int build_dump_io(demo_stage *s, const demo_env *env, const blq_dump_metr
 					    .consumer = consumer, .version = 1, .name = s->key,
 					    .metrics = dw, .logger = s->logger};
 		s->writer = blq_dump_redis_writer_new(&rc, &e);
+		/* The library's writer connects at its first write, so a dump
+		 * starts while Redis is down (its batches then go to a fallback
+		 * writer, or wait). A demo key has no fallback, and its restorer
+		 * and the DLQ API need the server, so init asks once (an
+		 * inspector connects before it returns) and refuses with 503
+		 * while Redis does not answer (docs/demo-daemon.md). */
+		if (s->writer != NULL) {
+			blq_inspect_config ic = {.version = 1, .key = key, .host = h, .port = port};
+			blq_inspect *probe = blq_inspect_open(&ic, &e);
+			if (probe == NULL) {
+				blq_dump_writer_free(s->writer);
+				s->writer = NULL;
+			}
+			blq_inspect_close(probe);
+		}
 		if (s->writer != NULL && s->spec.has_restore)
 			s->reader = blq_dump_redis_reader_new(&rc, &e);
 		if (s->reader != NULL && w->has_dead) {

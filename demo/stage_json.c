@@ -139,8 +139,8 @@ char *demo_stage_stats_json(demo_stage *s, bool stopping)
 	demo_stage_producers(s, &active, &max);
 	json_t *o = json_pack(
 		"{s:s,s:I,s:b,s:f,s:I,s:I,s:f,s:f,s:f,s:i,s:b,"
-		"s:{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i},s:{s:i,s:i,s:i},s:i,"
-		"s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",
+		"s:{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i},s:{s:i,s:i,s:i},s:i,s:i,"
+		"s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",
 		"key", s->key, "instance", (json_int_t)s->instance, "stopping", stopping, "t", (double)now.tv_sec + now.tv_nsec / 1e9,
 		"capacity", (json_int_t)st.capacity, "size", (json_int_t)st.size, "rate",
 		blq_rate(s->q), "wakeup_factor", st.wakeup_factor, "sleep_factor", st.sleep_factor,
@@ -150,13 +150,15 @@ char *demo_stage_stats_json(demo_stage *s, bool stopping)
 		(int)st.workers_busy, "overrunning", (int)st.workers_overrunning, "stuck",
 		(int)st.workers_stuck,
 		"producers", "active", (int)active, "min", (int)s->spec.producers_min, "max", (int)max,
-		"producers_blocked", (int)st.producers_blocked,
+		"producers_blocked", (int)st.producers_blocked, "dlq_waiting", (int)st.dlq_waiting,
 		"counters", "in", (json_int_t)st.in, "processed", (json_int_t)st.processed, "failed",
 		(json_int_t)st.failed, "leaked", (json_int_t)st.leaked, "lost", (json_int_t)st.lost,
 		"cancelled", (json_int_t)st.cancelled,
-		"expired", (json_int_t)st.expired, "leaked_deadline",
-		(json_int_t)st.leaked_deadline, "retried", (json_int_t)st.retried, "timed_out",
-		(json_int_t)st.timed_out, "delayed", (json_int_t)st.delayed);
+		"expired", (json_int_t)st.expired, "leaked_rear", (json_int_t)st.leaked_rear,
+		"leaked_front", (json_int_t)st.leaked_front, "leaked_failed",
+		(json_int_t)st.leaked_failed, "leaked_deadline", (json_int_t)st.leaked_deadline,
+		"leaked_closed", (json_int_t)st.leaked_closed, "retried", (json_int_t)st.retried,
+		"timed_out", (json_int_t)st.timed_out, "delayed", (json_int_t)st.delayed);
 	if (o != NULL)
 		json_object_set_new(o, "qos", qos_json(s->q));
 	return with_dump_text(s, o);
@@ -192,6 +194,7 @@ void demo_stage_sample(demo_stage *s)
 	x->workers_stuck = st.workers_stuck;
 	x->producers_active = active;
 	x->producers_blocked = st.producers_blocked;
+	x->dlq_waiting = st.dlq_waiting;
 	x->in = st.in;
 	x->processed = st.processed;
 	x->failed = st.failed;
@@ -199,7 +202,11 @@ void demo_stage_sample(demo_stage *s)
 	x->lost = st.lost;
 	x->retried = st.retried;
 	x->expired = st.expired;
+	x->leaked_rear = st.leaked_rear;
+	x->leaked_front = st.leaked_front;
+	x->leaked_failed = st.leaked_failed;
 	x->leaked_deadline = st.leaked_deadline;
+	x->leaked_closed = st.leaked_closed;
 	x->timed_out = st.timed_out;
 	if (s->dump != NULL) {
 		struct blq_dump_stats ds;
@@ -229,8 +236,8 @@ static json_t *sample_json(const demo_stage *s, const demo_sample *x, uint64_t s
 {
 	json_t *o = json_pack(
 		"{s:I,s:f,s:I,s:I,s:f,s:f,s:f,"
-		"s:{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i},s:{s:i,s:i},s:i,"
-		"s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",
+		"s:{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i},s:{s:i,s:i},s:i,s:i,"
+		"s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",
 		"seq", (json_int_t)seq, "t", x->t, "size", (json_int_t)x->size, "capacity",
 		(json_int_t)x->capacity, "rate", x->rate, "wakeup_factor", x->wakeup_factor,
 		"sleep_factor", x->sleep_factor,
@@ -239,11 +246,14 @@ static json_t *sample_json(const demo_stage *s, const demo_sample *x, uint64_t s
 		(int)x->workers_busy, "overrunning", (int)x->workers_overrunning, "stuck",
 		(int)x->workers_stuck,
 		"producers", "active", (int)x->producers_active, "max", (int)s->spec.producers_max,
-		"producers_blocked", (int)x->producers_blocked,
+		"producers_blocked", (int)x->producers_blocked, "dlq_waiting", (int)x->dlq_waiting,
 		"counters", "in", (json_int_t)x->in, "processed", (json_int_t)x->processed, "failed",
 		(json_int_t)x->failed, "leaked", (json_int_t)x->leaked, "lost", (json_int_t)x->lost,
-		"expired", (json_int_t)x->expired, "leaked_deadline", (json_int_t)x->leaked_deadline,
-		"retried", (json_int_t)x->retried, "timed_out", (json_int_t)x->timed_out);
+		"expired", (json_int_t)x->expired, "leaked_rear", (json_int_t)x->leaked_rear,
+		"leaked_front", (json_int_t)x->leaked_front, "leaked_failed",
+		(json_int_t)x->leaked_failed, "leaked_deadline", (json_int_t)x->leaked_deadline,
+		"leaked_closed", (json_int_t)x->leaked_closed, "retried", (json_int_t)x->retried,
+		"timed_out", (json_int_t)x->timed_out);
 	if (o == NULL)
 		return NULL;
 	json_t *qos = json_null();

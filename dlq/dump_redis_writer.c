@@ -22,6 +22,10 @@
  *   dump retries the records after the good ones (entries the server
  *   took without our reading the reply become duplicates, never losses),
  *   and the next attempt reconnects after the backoff (redis_conn.c).
+ * - The constructor checks the config and does not connect: the first
+ *   write does, so a writer made while Redis is down is a writer during an
+ *   outage (its batches go to the dump's fallback, or wait and retry)
+ *   rather than a service that cannot start.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,7 +115,9 @@ blq_dump_writer *blq_dump_redis_writer_new(const blq_dump_redis_config *cfg, blq
 		blq__error_set(err, BLQ_ENOMEM, "redis writer: out of memory");
 		return NULL;
 	}
-	if (blq__redis_open(&rw->conn, cfg, err) != 0) {
+	/* No connection yet: the first write makes it (redis_conn.c), so a
+	 * dump starts while Redis is down. */
+	if (blq__redis_setup(&rw->conn, cfg, err) != 0) {
 		free(rw);
 		return NULL;
 	}

@@ -8,6 +8,16 @@
  * followed by redisSetTimeout and redisEnableKeepAlive. After a failure the
  * next attempt waits reconnect_min_ns, doubling up to reconnect_max_ns, so
  * a dead server costs one quick refusal per call, not a connect timeout.
+ *
+ * A writer starts without a connection (blq__redis_setup): a dump must
+ * start while Redis is down, as it survives an outage that starts later,
+ * so its first write connects, and a failure there is a write error like
+ * any later one (the dump offers the batch to its fallback and retries).
+ * Whether the host name resolves is part of that: a name that does not
+ * resolve yet (a container not started, DNS not updated) is an outage,
+ * not a config error; the write error names the resolver's message.
+ * Readers and the inspector connect before they return (blq__redis_open):
+ * they have nothing to do without the server.
  */
 #include "redis_conn.h"
 
@@ -42,7 +52,7 @@ static int connect_now(blq__redis *r, blq_error *err)
 	return 0;
 }
 
-int blq__redis_open(blq__redis *r, const blq_dump_redis_config *cfg, blq_error *err)
+int blq__redis_setup(blq__redis *r, const blq_dump_redis_config *cfg, blq_error *err)
 {
 	const char *host = cfg->host ? cfg->host : "127.0.0.1";
 
@@ -65,6 +75,16 @@ int blq__redis_open(blq__redis *r, const blq_dump_redis_config *cfg, blq_error *
 		return blq__error_set(err, BLQ_EINVAL,
 				      "reconnect_max_ns: must be >= reconnect_min_ns");
 	r->backoff_ns = r->min_ns;
+	r->next_try_ns = 0; /* the first blq__redis_ready connects */
+	return 0;
+}
+
+int blq__redis_open(blq__redis *r, const blq_dump_redis_config *cfg, blq_error *err)
+{
+	int rc = blq__redis_setup(r, cfg, err);
+
+	if (rc != 0)
+		return rc;
 	if (connect_now(r, err) != 0) {
 		if (err != NULL)
 			err->code = BLQ_EINVAL;

@@ -19,8 +19,12 @@ typedef struct blq__redis {
 } blq__redis;
 
 /* Validates host, port, key and the timeouts of cfg (messages name the
- * field), applies the defaults and connects once: an unreachable server is
- * BLQ_EINVAL naming host:port. */
+ * field, BLQ_EINVAL) and applies the defaults, without connecting: the
+ * first blq__redis_ready connects (the writer's way). */
+int blq__redis_setup(blq__redis *r, const blq_dump_redis_config *cfg, blq_error *err);
+
+/* blq__redis_setup, then connects once: an unreachable server is
+ * BLQ_EINVAL naming host:port (the readers' way). */
 int blq__redis_open(blq__redis *r, const blq_dump_redis_config *cfg, blq_error *err);
 
 /* Connected, or a new attempt when the backoff allows one. 0 or BLQ_EIO. */

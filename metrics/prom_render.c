@@ -106,6 +106,37 @@ static void leak_family(out *o, const blq_prom *r)
 	}
 }
 
+/* The leaks by reason, for watched queues: blq_stats' leaked_* read at
+ * render time (nothing on the queue's path), so each series equals its
+ * blq_stats field and the five add up to leaked. queue_leak_total{dir}
+ * counts the same events by side, where fail_to_dlq and deadline_to_dlq
+ * say "rear" and a close "front" (docs/reference-metrics.md). */
+static void leak_reason_family(out *o, const blq_prom *r)
+{
+	char lbl[NAME_MAX_LEN * 2 + 1];
+
+	blq__prom_emit(o, "# HELP queue_leak_reason_total Items handed to the DLQ, by why "
+			  "(blq_stats leaked_*).\n"
+			  "# TYPE queue_leak_reason_total counter\n");
+	for (const series *s = r->head; s != NULL; s = s->next) {
+		struct blq_stats st;
+
+		if (s->watched == NULL || blq_stats(s->watched, &st) != 0)
+			continue;
+		const struct {
+			const char *why;
+			uint64_t v;
+		} v[] = {{"overflow_rear", st.leaked_rear}, {"overflow_front", st.leaked_front},
+			 {"failed", st.leaked_failed},       {"deadline", st.leaked_deadline},
+			 {"closed", st.leaked_closed}};
+
+		blq__prom_escape(lbl, sizeof(lbl), s->name);
+		for (size_t k = 0; k < sizeof(v) / sizeof(v[0]); k++)
+			blq__prom_emit(o, "queue_leak_reason_total{queue=\"%s\",reason=\"%s\"} %llu\n",
+				       lbl, v[k].why, (unsigned long long)v[k].v);
+	}
+}
+
 static void subq_family(out *o, const blq_prom *r, const char *name, const char *help,
 			int counter)
 {
@@ -201,6 +232,8 @@ static void gauge_families(out *o, const blq_prom *r)
 		{"queue_workers_busy", "Workers inside their callback."},
 		{"queue_workers_overrunning", "Workers still inside a callback past its time limit."},
 		{"queue_producers_blocked", "Producers waiting for room on a full queue."},
+		{"queue_dlq_waiting",
+		 "Threads inside the DLQ's enqueue now (a leak waiting on a full blocking DLQ)."},
 		{"queue_workers_stuck",
 		 "Threads given up inside a callback (past its time limit, or a close's) not yet returned."},
 	};
@@ -221,6 +254,7 @@ static void gauge_families(out *o, const blq_prom *r)
 				     : k == 5 ? st.workers_busy
 				     : k == 6 ? st.workers_overrunning
 				     : k == 7 ? st.producers_blocked
+				     : k == 8 ? st.dlq_waiting
 						: st.workers_stuck;
 			blq__prom_escape(lbl, sizeof(lbl), s->name);
 			blq__prom_emit(o, "%s{queue=\"%s\"} %llu\n", g[k].name, lbl, (unsigned long long)v);
@@ -241,6 +275,7 @@ int blq_prom_render(blq_prom *r, char *buf, size_t len)
 	counter_family(&o, r, "queue_out_total", "Items taken by a worker.", C_OUT);
 	counter_family(&o, r, "queue_retry_total", "Retries of failed items.", C_RETRY);
 	leak_family(&o, r);
+	leak_reason_family(&o, r);
 	counter_family(&o, r, "queue_deadline_total", "Items taken after their deadline.",
 		       C_DEADLINE);
 	counter_family(&o, r, "queue_lost_total", "Items dropped: no DLQ at force close, or the DLQ refused.",

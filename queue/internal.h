@@ -248,6 +248,12 @@ struct blq {
 	 * blq__staged reads both. */
 	alignas(BLQ__CACHELINE) _Atomic uint64_t staged;
 
+	/* -- Threads inside the DLQ's enqueue call now (outcome.c,
+	 * blq__to_dlq): a leak into a full blocking DLQ waits there. Written
+	 * twice per leak, so on a line of its own, away from `closed`, which
+	 * every enqueue reads. -- */
+	alignas(BLQ__CACHELINE) _Atomic unsigned dlq_waiting;
+
 	/* -- Set by blq_new, read-only after; read on every enqueue and take:
 	 * a line of its own, away from `staged`. The cells' and workers'
 	 * own fields follow their own rules (blq__cell, blq__worker). -- */

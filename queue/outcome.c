@@ -11,6 +11,13 @@
  * that ran, the failed attempt's code, the queue's name and its wall
  * clock's time: a clock read and a copy of the name, on the leak path
  * only.
+ *
+ * The DLQ's enqueue runs on the thread that leaks (a producer on
+ * overflow, a worker for fail_to_dlq and deadline_to_dlq, the timer, the
+ * closer), and it takes as long as the DLQ takes: a DLQ that is itself a
+ * full non-leaky queue (blq_as_enqueuer) blocks that thread until it has
+ * room, so a "leaky" queue's producer can wait after all. Such threads
+ * count in q->dlq_waiting while inside the call (blq_stats.dlq_waiting).
  */
 #include <string.h>
 
@@ -127,8 +134,13 @@ void blq__to_dlq(blq *q, blq__cell *c, const blq__item *it, enum blq_dlq_reason 
 
 	if (ends_cancelled(q, c, it))
 		return;
+	/* Counted inside the call (blq_stats.dlq_waiting): a DLQ that is a
+	 * full non-leaky queue blocks the caller here, a producer too. Two
+	 * relaxed adds, on the leak path only (a gauge: no ordering needed). */
+	atomic_fetch_add_explicit(&q->dlq_waiting, 1, memory_order_relaxed);
 	int took = d->enqueue_why != NULL ? enqueue_why(q, it, why, rc)
 					  : d->enqueue(d->self, it->payload);
+	atomic_fetch_sub_explicit(&q->dlq_waiting, 1, memory_order_relaxed);
 	if (took == 0) {
 		enum blq_leak_dir dir;
 

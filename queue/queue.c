@@ -376,6 +376,7 @@ int blq_stats(const blq *q, struct blq_stats *out)
 	 * room now (the only sign a fixed pool has). */
 	out->throttled = atomic_load_explicit(&q->throttled, memory_order_relaxed) != 0 ||
 			 out->producers_blocked > 0;
+	out->dlq_waiting = atomic_load_explicit(&q->dlq_waiting, memory_order_relaxed);
 	busy_counts(q, &out->workers_busy, &out->workers_overrunning);
 	out->workers_stuck = atomic_load_explicit(&q->detached, memory_order_relaxed);
 	out->paused = atomic_load_explicit(&q->paused, memory_order_relaxed) != 0;

@@ -9,7 +9,9 @@
 # second saying what happens (the pool grows, the queue fills and leaks,
 # the pool shrinks, the dump is restored), then a graceful stop with the
 # final accounting, then SIGTERM to the daemon. The dashboard's address
-# comes first: open it to watch. Usage: scripts/demo.sh [SECONDS]
+# comes first: open it to watch. The daemon's log and the dump are kept in
+# a /tmp/blq-demo.* directory, named on the last line with the command
+# that removes them. Usage: scripts/demo.sh [SECONDS]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -49,7 +51,15 @@ work=$(mktemp -d /tmp/blq-demo.XXXXXX)
 build/demo/demo/blq-demo --listen "127.0.0.1:$api" --metrics-listen "127.0.0.1:$met" \
 	--dump-dir "$work/dump" 2>"$work/daemon.log" &
 pid=$!
-trap 'kill -9 $pid 2>/dev/null || true; rm -rf "$work"' EXIT
+# The log and the dump stay when the script ends, however it ends (they are
+# what to read when something went wrong); the last line says where they
+# are and how to remove them.
+# shellcheck disable=SC2317 # called by the EXIT trap
+kept() {
+	kill -9 "$pid" 2>/dev/null || true
+	echo "== kept: the daemon's log $work/daemon.log and the dump $work/dump; remove both with: rm -rf $work"
+}
+trap kept EXIT
 url=http://127.0.0.1:$api/api/v1
 for _ in $(seq 50); do curl -sf "$url/ping" >/dev/null 2>&1 && break; sleep 0.1; done
 echo "== blq-demo: dashboard http://127.0.0.1:$api/ (open it in a browser), api $url, metrics http://127.0.0.1:$met/metrics, log $work/daemon.log"

@@ -256,7 +256,11 @@ if timeout 300 scripts/demo.sh >build/test-demo.log 2>&1 &&
 	grep -q 'restoring' build/test-demo.log &&
 	grep -Eq '^in [0-9]+ = .*: balanced$' build/test-demo.log &&
 	grep -Eq '^dump: ([0-9]+) leaked items taken, \1 written; restore: \1 fed back, 0 lost$' \
-		build/test-demo.log; then
+		build/test-demo.log &&
+	# It keeps the daemon's log and the dump, and says where and how to
+	# remove them (then this removes them).
+	kept=$(sed -n 's/^== kept: .* remove both with: rm -rf \(\/tmp\/blq-demo\.[A-Za-z0-9]*\)$/\1/p' build/test-demo.log) &&
+	[ -n "$kept" ] && [ -s "$kept/daemon.log" ] && [ -d "$kept/dump" ] && rm -rf "$kept"; then
 	passed=$((passed + 1))
 	echo "demo: ok ($(grep -c 'pool grows' build/test-demo.log) growths, $(grep -c 'restoring' build/test-demo.log) restoring seconds)"
 else

@@ -273,28 +273,47 @@ Test(dlqdump, bad_configs_name_the_field)
 	cr_expect_null(blq_restorer_new(&rc, &err));
 	cr_expect(strstr(err.msg, "target") != NULL, "%s", err.msg);
 
-	/* An unreachable Redis: the message names the address. */
+	/* An unreachable Redis: a writer is made all the same (it connects at
+	 * its first write, so a dump starts during an outage: issue 32); a
+	 * reader is refused, its message naming the address. A bad field is
+	 * refused by both, naming the field. */
 	int port = du_free_port();
 	blq_dump_redis_config rcfg = {.port = port, .key = "k", .connect_timeout_ns = 200000000};
-	cr_expect_null(blq_dump_redis_writer_new(&rcfg, &err));
+#ifdef BLQ_TEST_WITH_REDIS
+	blq_dump_writer *down = blq_dump_redis_writer_new(&rcfg, &err);
+	cr_expect_not_null(down, "a writer while Redis is down: %s", err.msg);
+	blq_dump_writer_free(down);
+#endif
 	rcfg.read_count = 1000000;
 	cr_expect_null(blq_dump_redis_reader_new(&rcfg, &err));
 #ifdef BLQ_TEST_WITH_REDIS
 	cr_expect(strstr(err.msg, "read_count: must be <= 100000") != NULL, "%s", err.msg);
 #endif
 	rcfg.read_count = 0;
-	cr_expect_null(blq_dump_redis_writer_new(&rcfg, &err));
 #ifdef BLQ_TEST_WITH_REDIS
 	char addr[64];
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	cr_expect_eq(err.code, BLQ_EINVAL);
-	cr_expect(strstr(err.msg, addr) != NULL, "%s", err.msg);
 	cr_expect_null(blq_dump_redis_reader_new(&rcfg, &err));
+	cr_expect_eq(err.code, BLQ_EINVAL);
 	cr_expect(strstr(err.msg, addr) != NULL, "%s", err.msg);
 	rcfg.key = NULL;
 	cr_expect_null(blq_dump_redis_writer_new(&rcfg, &err));
 	cr_expect(strstr(err.msg, "key") != NULL, "%s", err.msg);
+	rcfg.key = "k";
+	rcfg.port = 70000;
+	cr_expect_null(blq_dump_redis_writer_new(&rcfg, &err));
+	cr_expect(strstr(err.msg, "port") != NULL, "%s", err.msg);
+	rcfg.port = port;
+	rcfg.host = "";
+	cr_expect_null(blq_dump_redis_writer_new(&rcfg, &err));
+	cr_expect(strstr(err.msg, "host") != NULL, "%s", err.msg);
+	rcfg.host = NULL;
+	rcfg.reconnect_min_ns = 2000000000u;
+	rcfg.reconnect_max_ns = 1000000000u;
+	cr_expect_null(blq_dump_redis_writer_new(&rcfg, &err));
+	cr_expect(strstr(err.msg, "reconnect_max_ns") != NULL, "%s", err.msg);
 #else
+	cr_expect_null(blq_dump_redis_writer_new(&rcfg, &err));
 	cr_expect_eq(err.code, BLQ_ENOTSUP);
 #endif
 	blq_free(q);

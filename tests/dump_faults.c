@@ -14,6 +14,12 @@
  * enqueued whose ack died with the server) and counted. Needs
  * BLQ_TEST_REDIS to be set (scripts/test.sh, which installs redis-server);
  * skipped (exit 77) otherwise.
+ *
+ * redis-late: a private redis-server that is not running yet when a dump
+ * with a Redis writer and an fs fallback starts: the first half of the
+ * items goes to the fallback's files, the server starts, the second half
+ * goes to Redis; each item is read back from exactly one of the two.
+ * Needs BLQ_TEST_REDIS too (it says redis-server is installed).
  */
 #include <stdarg.h>
 #include <sys/mman.h>
@@ -268,11 +274,146 @@ static int redis_kill_test(void)
 	return du_failures ? 1 : 0;
 }
 
+/* ---- redis-server down when the dump starts ------------------------ */
+
+/* Items i in [from, to), paced, then a flush: each batch goes to Redis or,
+ * when it cannot, to the fallback. */
+static void dump_range(blq_dump *d, uint64_t from, uint64_t to)
+{
+	for (uint64_t i = from; i < to; i++) {
+		du_check(blq_dump_enqueue(d, du_item(i, 64)) == 0, "dump refused item %llu",
+			 (unsigned long long)i);
+		if (i % 64 == 0)
+			tu_sleep_us(1000);
+	}
+	du_check(blq_dump_flush(d) == 0, "flush");
+}
+
+/* Restores every record of a reader into a counting queue (du_seen). */
+static bool restore_all(blq_dump_reader *rd, uint64_t want)
+{
+	blq_error err;
+	blq_config qc = {.name = "count", .capacity = 256, .workers = 2, .worker = du_sink,
+			 .item_free = free};
+	blq *q = blq_new(&qc, &err);
+	blq_restorer_config rc = {.reader = rd, .decoder = blq_dump_bytes_decoder(), .target = q,
+				  .item_free = free, .check_interval_ns = 2000000,
+				  .postpone_interval_ns = 500000};
+	blq_restorer *r = q != NULL ? blq_restorer_new(&rc, &err) : NULL;
+	if (r == NULL) {
+		fprintf(stderr, "dump_faults: %s\n", err.msg);
+		blq_free(q);
+		return false;
+	}
+	struct blq_restorer_stats rs;
+	bool ok = TU_WAIT_FOR(blq_restorer_stats(r, &rs) == 0 && rs.done >= want, 20000);
+	blq_restorer_close(r);
+	blq_close(q);
+	blq_restorer_free(r);
+	blq_free(q);
+	return ok;
+}
+
+/* Issue 32: a dump whose Redis writer has an fs fallback starts while
+ * Redis is down (the writer's constructor does not connect), its first
+ * half goes to the fallback's files; the server starts; the second half
+ * goes to Redis once the reconnect backoff (at most 100 ms here) let the
+ * writer try again. Every item is in exactly one of the two places. */
+static int redis_late_test(void)
+{
+	char host[256];
+	int env_port;
+	if (!du_redis_env(host, sizeof(host), &env_port)) {
+		printf("dump_faults: SKIP: BLQ_TEST_REDIS is not set\n");
+		return SKIP;
+	}
+	char *rdir = du_tmpdir("redis-late"), *fdir = du_tmpdir("redis-late-fb");
+	int port = du_free_port();
+	blq_error err;
+	blq_dump_redis_config rc = {.port = port, .key = "blq-late", .version = 1,
+				    .connect_timeout_ns = 200000000,
+				    .reconnect_min_ns = 10000000, .reconnect_max_ns = 100000000};
+	blq_dump_writer *w = blq_dump_redis_writer_new(&rc, &err);
+	if (w == NULL) {
+		du_check(false, "no Redis writer while the server is down: %s", err.msg);
+		return 1;
+	}
+	blq_dump_fs_config fc = {.directory = fdir, .version = 1};
+	blq_dump_writer *fb = blq_dump_fs_writer_new(&fc, &err);
+	blq_dump_config dc = {.version = 1, .capacity = 4096, .flush_interval_ns = 10000000,
+			      .retry_interval_ns = 10000000, .encoder = blq_dump_bytes_encoder(),
+			      .item_free = free, .writer = w, .fallback = fb};
+	blq_dump *d = fb != NULL ? blq_dump_new(&dc, &err) : NULL;
+	if (d == NULL) {
+		fprintf(stderr, "dump_faults: %s\n", err.msg);
+		return 1;
+	}
+	uint64_t half = du_n / 2;
+	dump_range(d, 0, half);
+	struct blq_dump_stats ds;
+	blq_dump_stats(d, &ds);
+	du_check(ds.written == 0 && ds.written_fallback == half && ds.write_errors > 0,
+		 "Redis down: written %llu, to the fallback %llu (want %llu), write errors %llu",
+		 (unsigned long long)ds.written, (unsigned long long)ds.written_fallback,
+		 (unsigned long long)half, (unsigned long long)ds.write_errors);
+	uint64_t errors_down = ds.write_errors;
+
+	pid_t srv = du_redis_start(port, rdir);
+	du_check(srv > 0, "redis-server did not start on port %d", port);
+	tu_sleep_us(300000); /* past the backoff's ceiling (100 ms) */
+	dump_range(d, half, du_n);
+	du_check(blq_dump_close(d) == 0, "dump close lost items");
+	blq_dump_stats(d, &ds);
+	du_check(ds.written == du_n - half && ds.written_fallback == half &&
+			 ds.write_errors == errors_down && ds.refused + ds.dropped == 0,
+		 "Redis up: written %llu (want %llu), to the fallback %llu, write errors %llu "
+		 "(%llu while down), refused %llu, dropped %llu",
+		 (unsigned long long)ds.written, (unsigned long long)(du_n - half),
+		 (unsigned long long)ds.written_fallback, (unsigned long long)ds.write_errors,
+		 (unsigned long long)errors_down, (unsigned long long)ds.refused,
+		 (unsigned long long)ds.dropped);
+	printf("dump_faults redis-late: %llu items: %llu to the fallback's files while Redis was "
+	       "down (%llu write errors), %llu to Redis after it started\n",
+	       (unsigned long long)du_n, (unsigned long long)ds.written_fallback,
+	       (unsigned long long)errors_down, (unsigned long long)ds.written);
+
+	/* Count both places, by id: every item once. */
+	blq_dump_reader *frd = blq_dump_fs_reader_new(&fc, &err);
+	du_check(frd != NULL && restore_all(frd, half), "the fallback's files: %s", err.msg);
+	rc.consumer = "late";
+	blq_dump_reader *rrd = srv > 0 ? blq_dump_redis_reader_new(&rc, &err) : NULL;
+	du_check(rrd != NULL && restore_all(rrd, du_n - half), "the stream: %s", err.msg);
+	uint64_t missing = 0, dups = 0, files = 0, redis = 0;
+	for (uint64_t i = 0; i < du_n; i++) {
+		unsigned k = atomic_load(&du_seen[i]);
+		missing += k == 0;
+		dups += k > 1;
+		files += i < half && k == 1;
+		redis += i >= half && k == 1;
+	}
+	du_check(missing == 0 && dups == 0, "%llu items missing, %llu twice",
+		 (unsigned long long)missing, (unsigned long long)dups);
+	printf("dump_faults redis-late: read back %llu from the files, %llu from the stream; "
+	       "missing %llu, twice %llu\n",
+	       (unsigned long long)files, (unsigned long long)redis, (unsigned long long)missing,
+	       (unsigned long long)dups);
+	blq_dump_reader_free(frd);
+	blq_dump_reader_free(rrd);
+	blq_dump_free(d);
+	blq_dump_writer_free(w);
+	blq_dump_writer_free(fb);
+	if (srv > 0)
+		du_redis_kill(srv);
+	du_rmrf(rdir);
+	du_rmrf(fdir);
+	return du_failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	du_prog = "dump_faults";
 	if (argc != 3) {
-		fprintf(stderr, "usage: dump_faults sigkill|redis-kill N\n");
+		fprintf(stderr, "usage: dump_faults sigkill|redis-kill|redis-late N\n");
 		return 2;
 	}
 	du_n = strtoull(argv[2], NULL, 10);
@@ -282,6 +423,8 @@ int main(int argc, char **argv)
 		rc = sigkill_test();
 	else if (strcmp(argv[1], "redis-kill") == 0)
 		rc = redis_kill_test();
+	else if (strcmp(argv[1], "redis-late") == 0)
+		rc = redis_late_test();
 	free(du_seen);
 	return rc;
 }

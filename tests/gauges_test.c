@@ -113,3 +113,63 @@ Test(gauges, a_callback_past_its_limit_is_overrunning_until_it_returns)
 	cr_assert_eq(blq_close(q), 0);
 	blq_free(q);
 }
+
+/* A leaky queue whose DLQ is a full blocking queue (issue 32, point 7):
+ * the leak runs blq_enqueue on the DLQ, which waits for room, so the
+ * "leaky" queue's producers wait too, and dlq_waiting counts them. Both
+ * pools parked in the gate; two producers overflow the source. */
+Test(gauges, a_leak_into_a_full_blocking_dlq_waits_and_counts_in_dlq_waiting)
+{
+	blq_config tc = {.name = "dlq", .capacity = 1, .workers = 1, .worker = gated,
+			 .item_free = tu_item_free};
+	blq *t = must_new(&tc); /* no DLQ of its own: blocking */
+	blq_config sc = {.name = "src", .capacity = 1, .workers = 1, .worker = gated,
+			 .item_free = tu_item_free, .dlq = blq_as_enqueuer(t)};
+	blq *s = must_new(&sc);
+
+	cr_assert_eq(blq_enqueue(t, tu_item_new(0)), 0);
+	cr_assert(TU_WAIT_FOR(atomic_load(&gate.waiting) == 1, 2000));
+	cr_assert_eq(blq_enqueue(t, tu_item_new(1)), 0); /* the DLQ is full */
+	cr_assert_eq(blq_enqueue(s, tu_item_new(10)), 0);
+	cr_assert(TU_WAIT_FOR(atomic_load(&gate.waiting) == 2, 2000));
+	cr_assert_eq(blq_enqueue(s, tu_item_new(11)), 0); /* the source is full */
+	cr_expect_eq(stats(s).dlq_waiting, 0);
+
+	producer_arg a = {.q = s, .id = 12}, b = {.q = s, .id = 13};
+	pthread_t ta, tb;
+	uint64_t t0 = tu_now_ns();
+	pthread_create(&ta, NULL, blocking_producer, &a);
+	pthread_create(&tb, NULL, blocking_producer, &b);
+	cr_assert(TU_WAIT_FOR(stats(s).dlq_waiting == 2, 2000), "dlq_waiting %u",
+		  stats(s).dlq_waiting);
+	cr_expect_eq(stats(t).producers_blocked, 2, "they wait in the DLQ's enqueue");
+	cr_expect_eq(stats(s).producers_blocked, 0, "not for the source's room");
+	cr_expect(json_has(s, "\"dlq_waiting\":2"));
+	tu_sleep_us(50000);
+	cr_expect(!atomic_load(&a.done) && !atomic_load(&b.done),
+		  "a leaky queue's producer waits while its DLQ is a full blocking queue");
+
+	tu_gate_open(&gate);
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	cr_expect_geq(tu_now_ns() - t0, 50000000ull, "they waited for the gate");
+	cr_expect_eq(a.rc, 0);
+	cr_expect_eq(b.rc, 0);
+	cr_expect_eq(stats(s).dlq_waiting, 0);
+	cr_expect(json_has(s, "\"dlq_waiting\":0"));
+
+	cr_assert_eq(blq_close(s), 0); /* the source first: it feeds the DLQ */
+	cr_assert_eq(blq_close(t), 0);
+	struct blq_stats ss = stats(s), ts = stats(t);
+	cr_expect_eq(ss.in, 4);
+	cr_expect_eq(ss.processed, 2);
+	cr_expect_eq(ss.leaked, 2);
+	cr_expect_eq(ss.leaked_rear, 2);
+	cr_expect_eq(ss.dlq_waiting, 0);
+	cr_expect(tu_balanced(&ss));
+	cr_expect_eq(ts.in, 4);
+	cr_expect_eq(ts.processed, 4);
+	cr_expect(tu_balanced(&ts));
+	blq_free(s);
+	blq_free(t);
+}

@@ -112,6 +112,7 @@ Test(metrics, two_live_queues_promtool_and_the_python_parser)
 	cr_expect(strstr(text, "queue_workers_busy{queue=\"alpha\"} 1\n") != NULL, "%s", text);
 	cr_expect(strstr(text, "queue_workers_overrunning{queue=\"alpha\"} 0\n") != NULL);
 	cr_expect(strstr(text, "queue_producers_blocked{queue=\"alpha\"} 0\n") != NULL);
+	cr_expect(strstr(text, "queue_dlq_waiting{queue=\"alpha\"} 0\n") != NULL);
 
 	tu_gate_open(&gate);
 	blq_close(qa);
@@ -123,6 +124,11 @@ Test(metrics, two_live_queues_promtool_and_the_python_parser)
 		"queue_out_total{queue=\"alpha\"} 3\n",
 		"queue_leak_total{queue=\"alpha\",dir=\"rear\"} 2\n",
 		"queue_leak_total{queue=\"alpha\",dir=\"front\"} 0\n",
+		/* the same two leaks by reason (watched queues: blq_stats) */
+		"queue_leak_reason_total{queue=\"alpha\",reason=\"overflow_rear\"} 2\n",
+		"queue_leak_reason_total{queue=\"alpha\",reason=\"failed\"} 0\n",
+		"queue_leak_reason_total{queue=\"alpha\",reason=\"closed\"} 0\n",
+		"queue_dlq_waiting{queue=\"alpha\"} 0\n",
 		"queue_failed_total{queue=\"alpha\"} 1\n",
 		"queue_lost_total{queue=\"alpha\"} 0\n",
 		"queue_exec_seconds_count{queue=\"alpha\"} 3\n",
@@ -149,7 +155,9 @@ Test(metrics, two_live_queues_promtool_and_the_python_parser)
 		"int(v[(\"queue_in_total\", ((\"queue\", \"we\\\"ird\\\\q\"),))]))'",
 		text, out, sizeof(out));
 	cr_expect_eq(rc, 0, "python parser: %s", out);
-	cr_expect_str_eq(out, "25 5 3\n", "families (21 + the 4 gauges of the moment), alpha's in, the odd name's in");
+	cr_expect_str_eq(out, "27 5 3\n",
+			 "families (21 + the 4 gauges of the moment + queue_dlq_waiting + "
+			 "queue_leak_reason_total), alpha's in, the odd name's in");
 
 	blq_prom_unwatch(r, qa);
 	blq_prom_unwatch(r, qb);

@@ -42,7 +42,8 @@
     pollCtl: null,      /* aborts the poll in flight */
     pollTimer: 0,
     listTimer: 0,
-    listedOnce: false
+    listedOnce: false,
+    deadRecords: null   /* records in the watched key's dead store (dlq.js), or null */
   };
 
   /* ---- talking to the daemon ------------------------------------------ */
@@ -121,6 +122,7 @@
     state.prev = null;
     state.samples = [];
     state.needHistory = true;
+    state.deadRecords = null;
     for (const c of Object.values(charts)) if (c) c.clear();
     showOptional(null);
   }
@@ -222,6 +224,15 @@
       in_rate: rate(x => x.counters.in),
       out_rate: rate(x => x.counters.processed + x.counters.failed),
       leak_rate: rate(x => x.counters.leaked),
+      /* The same leaks by reason (they add up to leak_rate): overflow at
+       * the rear or the front, failed (fail_to_dlq), past the deadline
+       * (deadline_to_dlq), left at a stop. */
+      leak_rear_rate: rate(x => x.counters.leaked_rear),
+      leak_front_rate: rate(x => x.counters.leaked_front),
+      leak_failed_rate: rate(x => x.counters.leaked_failed),
+      leak_deadline_rate: rate(x => x.counters.leaked_deadline),
+      leak_closed_rate: rate(x => x.counters.leaked_closed),
+      dlq_waiting: st.dlq_waiting,
       lost_rate: rate(x => x.counters.lost),
       retry_rate: rate(x => x.counters.retried),
       deadline_rate: rate(x => x.counters.expired + x.counters.leaked_deadline),
@@ -232,7 +243,7 @@
     state.samples.push(s);
     while (s.t - state.samples[0].t > SPAN_S) state.samples.shift();
 
-    for (const id of ['size', 'fill', 'workers', 'producers', 'throughput', 'retries']) charts[id].push(s, !quiet);
+    for (const id of ['size', 'fill', 'workers', 'producers', 'throughput', 'leaks', 'retries']) charts[id].push(s, !quiet);
     charts.retries.setNote('since start: ' + formatValue(s.retried) + ' retries, ' + formatValue(s.deadline) +
       ' past their deadline, ' + formatValue(s.timed_out) + ' timed out');
     showOptional(st);
@@ -244,7 +255,10 @@
     if (st.dump || st.restore) {
       charts.dump.push({
         t: s.t, written: st.dump ? st.dump.written : null, dropped: st.dump ? st.dump.dropped : null,
-        restored: st.restore ? st.restore.restored : null
+        restored: st.restore ? st.restore.restored : null,
+        /* Records in the key's dead store, as the DLQ section last read it
+         * (dlq.js; /api/v1/dlq): none in a history sample. */
+        dead: quiet ? null : state.deadRecords
       }, !quiet);
     }
     for (const el of document.querySelectorAll('[data-metric]')) {
@@ -276,12 +290,19 @@
     throughput: chart({ id: 'throughput', title: 'Items per second', series: [
       { key: 'in_rate', label: 'in' }, { key: 'out_rate', label: 'out', color: '#16a34a' },
       { key: 'leak_rate', label: 'leaked', color: '#ea580c' }, { key: 'lost_rate', label: 'lost', color: '#dc2626' }] }),
+    leaks: chart({ id: 'leaks', title: 'Leaks per second by reason', series: [
+      { key: 'leak_rear_rate', label: 'overflow rear', color: '#ea580c' },
+      { key: 'leak_front_rate', label: 'overflow front', color: '#ca8a04' },
+      { key: 'leak_failed_rate', label: 'failed', color: '#dc2626' },
+      { key: 'leak_deadline_rate', label: 'deadline', color: '#9333ea' },
+      { key: 'leak_closed_rate', label: 'closed', color: '#64748b' }] }),
     retries: chart({ id: 'retries', title: 'Retries, deadlines and timeouts per second', series: [
       { key: 'retry_rate', label: 'retries' }, { key: 'deadline_rate', label: 'past deadline', color: '#dc2626' },
       { key: 'timeout_rate', label: 'timed out', color: '#ca8a04' }] }),
     dump: chart({ id: 'dump', title: 'Dump and restore (items since start)', series: [
       { key: 'written', label: 'dumped' }, { key: 'dropped', label: 'dropped', color: '#dc2626' },
-      { key: 'restored', label: 'restored', color: '#16a34a' }] }),
+      { key: 'restored', label: 'restored', color: '#16a34a' },
+      { key: 'dead', label: 'dead store', color: '#7f1d1d', dash: true }] }),
     qos: null
   };
 

@@ -155,12 +155,16 @@
     const res = await D.call('/api/v1/dlq?key=' + k);
     if (key !== st.key) return;
     if (!res.ok) {
+      D.state.deadRecords = null;
       $('dlq').hidden = true; /* no dump (409), or gone (404): nothing to show */
       return;
     }
     $('dlq').hidden = false;
     $('dlq-key').textContent = key;
     st.summary = res.body;
+    /* The dump chart's dead-store line (dashboard.js). */
+    const deadArea = res.body.areas && res.body.areas.dead;
+    D.state.deadRecords = deadArea ? deadArea.records : null;
     const area = $('dlq-area').value;
     const link = $('dlq-download');
     link.href = '/api/v1/dlq/download?key=' + k + '&area=' + area;

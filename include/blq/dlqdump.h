@@ -472,12 +472,21 @@ typedef struct blq_dump_redis_config {
 /**
  * A writer that appends each record as a stream entry, pipelined
  * (binary-safe argv), with connect and command timeouts and keepalive,
- * reconnecting with backoff after a failure. It connects before it
- * returns.
+ * reconnecting with backoff after a failure. It checks the config and
+ * does not connect: its first write does. So a dump whose Redis is down
+ * when it starts runs as during an outage that starts later: each write
+ * that cannot reach the server fails (its batch goes to the dump's
+ * fallback writer, or stays buffered and is retried), and once the server
+ * answers (tried again after reconnect_min_ns, doubling up to
+ * reconnect_max_ns) the writes go to Redis. A host name that does not
+ * resolve counts as an outage too (it may resolve later: a container
+ * still starting, DNS not yet updated); the write errors name the
+ * resolver's message (blq_dump_stats.write_errors, the dump's log).
  * \param cfg the connection and writer fields; only read during the call.
  * \param[out] err optional; on failure receives the code and a message.
- * \return the writer, or NULL with BLQ_EINVAL (\p cfg NULL, a bad field,
- *         or the server unreachable now: the message names host:port),
+ * \return the writer, or NULL with BLQ_EINVAL (\p cfg NULL, or a bad field:
+ *         an empty or too long host, a port outside 0..65535, no key,
+ *         reconnect_max_ns below reconnect_min_ns; the message names it),
  *         BLQ_ENOTSUP (built without BLQ_WITH_REDIS) or BLQ_ENOMEM in
  *         \p err. The caller owns it: free it with blq_dump_writer_free
  *         after the dumps using it were freed.

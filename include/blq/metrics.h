@@ -69,7 +69,10 @@ typedef struct blq_metrics_writer {
 	/** The DLQ accepted an item. dir is BLQ_LEAK_FRONT for the oldest item
 	 * moved out to make room and for items handed over at a Soft or Hard
 	 * close; BLQ_LEAK_REAR for everything else (the new item on overflow, a
-	 * full timer, fail_to_dlq, deadline_to_dlq). */
+	 * full timer, fail_to_dlq, deadline_to_dlq). dir is the side, not the
+	 * reason: blq_stats' leaked_rear, leaked_front, leaked_failed,
+	 * leaked_deadline and leaked_closed count by reason (the Prometheus
+	 * writer renders them as queue_leak_reason_total). */
 	void (*queue_leak)(void *ctx, const char *queue, enum blq_leak_dir dir);
 	/** A worker took an item past its deadline (it then expires, or
 	 * leaks with deadline_to_dlq: queue_leak follows). */

@@ -11,10 +11,17 @@
  * - histograms: queue_wait_seconds (enqueue to start), queue_exec_seconds,
  *   queue_retry_delay_seconds, queue_delay_seconds (time in the timer);
  *   buckets 100 us .. 5 s;
+ * - for watched queues (blq_prom_watch), the counter
+ *   `queue_leak_reason_total{reason="overflow_rear"|"overflow_front"|
+ *   "failed"|"deadline"|"closed"}`: blq_stats' leaked_rear, leaked_front,
+ *   leaked_failed, leaked_deadline and leaked_closed (queue_leak_total's
+ *   dir is the side, not the reason: fail_to_dlq and deadline_to_dlq
+ *   count as "rear", a Soft or Hard close as "front");
  * - gauges, for watched queues (blq_prom_watch): queue_size,
  *   queue_capacity, queue_workers_active, queue_workers_sleep,
  *   queue_workers_idle, queue_workers_busy, queue_workers_overrunning,
- *   queue_producers_blocked, queue_workers_stuck;
+ *   queue_producers_blocked, queue_dlq_waiting (blq_stats.dlq_waiting),
+ *   queue_workers_stuck;
  * - QoS: the counters queue_subq_in_total, queue_subq_out_total,
  *   queue_subq_leak_total and (watched queues) the gauge queue_subq_size,
  *   each with `subq="NAME"` (the size also for `subq="egress"`);

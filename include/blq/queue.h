@@ -5,7 +5,9 @@
  * Producers hand payloads to the queue; a pool of worker threads runs the
  * configured worker callback on each. When the queue is full it blocks the
  * producer (back-pressure), or, when a DLQ is configured, leaks the overflow
- * into the DLQ and never blocks.
+ * into the DLQ instead of waiting for room: the producer then waits only as
+ * long as the DLQ's enqueue does (a DLQ that is itself a full blocking
+ * queue makes it wait; see blq_config.dlq and blq_stats.dlq_waiting).
  *
  * Ownership: a payload belongs to the queue from the moment an enqueue call
  * returns 0; on any error the caller still owns it. From then on it ends in
@@ -234,9 +236,16 @@ typedef struct blq_config {
 	size_t timer_capacity;
 
 	/** Dead-letter queue. Setting dlq.enqueue makes the queue leaky: a
-	 * full queue, or a full timer (see timer_capacity), never blocks a
-	 * producer: the overflow leaks to the DLQ. Copied; dlq.self is
-	 * borrowed (must outlive the queue, blq_free included). */
+	 * full queue, or a full timer (see timer_capacity), never makes a
+	 * producer wait for its room: the overflow leaks to the DLQ. The leak
+	 * calls dlq.enqueue on the leaking thread (the producer, for
+	 * overflow), so the producer waits as long as that call does: a DLQ
+	 * that is a full non-leaky queue (blq_as_enqueuer) keeps it until it
+	 * has room, a dump whose batch is full keeps it until its writer
+	 * finished the previous batch; a leaky queue, blq_discard or a failing
+	 * dump never wait. blq_stats.dlq_waiting counts the threads inside
+	 * that call. Copied; dlq.self is borrowed (must outlive the queue,
+	 * blq_free included). */
 	blq_enqueuer dlq;
 	/** Send failed items to the DLQ instead of freeing them. Needs dlq. */
 	bool fail_to_dlq;
@@ -359,6 +368,14 @@ struct blq_stats {
 	unsigned workers_busy;
 	unsigned workers_overrunning; /**< see workers_busy */
 	unsigned producers_blocked;   /**< see workers_busy */
+	/** Gauge: threads inside the DLQ's enqueue call now, leaking an item
+	 * (producers on overflow, workers for fail_to_dlq or deadline_to_dlq,
+	 * the timer, a closer). A DLQ that is a full non-leaky queue
+	 * (blq_as_enqueuer) keeps them there until it has room: this is how
+	 * many are waiting on it. A DLQ that never blocks (a leaky queue, a
+	 * dump, a discard) shows it at 0 but for the moment of the call. Not
+	 * in producers_blocked, which counts waits for this queue's room. */
+	unsigned dlq_waiting;
 	/** Threads the queue gave up on inside a callback (at the attempt's
 	 * time limit, or at a close's limit) that have not returned yet: a
 	 * replacement serves in their place. Each holds its item, which
@@ -383,7 +400,10 @@ BLQ_API blq *blq_new(const blq_config *cfg, blq_error *err);
 /**
  * Hand a payload to the queue. Blocks while the queue is full unless it is
  * leaky (has a DLQ), in which case the overflow goes to the DLQ and the
- * call returns at once. With a delay_interval_ns the item waits in the
+ * call returns once the DLQ took it: at once with a DLQ that never waits,
+ * but a DLQ that waits (a full non-leaky queue, a dump's full batch)
+ * holds this call meanwhile (blq_stats.dlq_waiting; blq_config.dlq).
+ * With a delay_interval_ns the item waits in the
  * timer, and a full timer is the same: this call waits for room there
  * without a DLQ, and leaks the item (rear) with one
  * (blq_config.timer_capacity).
@@ -838,8 +858,9 @@ BLQ_API int blq_wait_idle(blq *q, uint64_t timeout_ns);
  * The queue as a blq_enqueuer, so it can be another queue's DLQ or a
  * transit worker's target. Its enqueue is blq_enqueue: the target's own
  * rules apply (a leaky target never blocks; a full non-leaky target makes
- * the caller wait; a closed target refuses, and the source counts the item
- * lost). It has no sync (blq_dlq_sync of a queue leaking into it says
+ * the caller wait, so a leaky source queue's producer waits in its leak:
+ * blq_stats.dlq_waiting of the source counts it; a closed target refuses,
+ * and the source counts the item lost). It has no sync (blq_dlq_sync of a queue leaking into it says
  * BLQ_ENOTSUP).
  * \param q the target queue, borrowed: it must outlive every queue that
  *        uses the enqueuer.

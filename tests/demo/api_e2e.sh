@@ -203,8 +203,12 @@ jqtrue "$stats" '.key == "k1" and .stopping == false and (.t | type) == "number"
 	and .workers.min == 1 and .workers.max == 4 and .workers.active >= 1
 	and (.workers.active + .workers.asleep + .workers.idle) == 4
 	and .producers == {"active": 1, "min": 1, "max": 3}
-	and (.counters | keys) == ["cancelled","delayed","expired","failed","in","leaked","leaked_deadline",
-		"lost","processed","retried","timed_out"]
+	and (.counters | keys) == ["cancelled","delayed","expired","failed","in","leaked","leaked_closed",
+		"leaked_deadline","leaked_failed","leaked_front","leaked_rear","lost","processed","retried",
+		"timed_out"]
+	and .counters.leaked == .counters.leaked_rear + .counters.leaked_front + .counters.leaked_failed
+		+ .counters.leaked_deadline + .counters.leaked_closed
+	and (.dlq_waiting | type) == "number"
 	and (.workers.busy | type) == "number" and .workers.overrunning == 0 and .workers.stuck == 0
 	and (.producers_blocked | type) == "number"
 	and .qos == null and (has("dump") | not)' || fail "stats k1: $stats"

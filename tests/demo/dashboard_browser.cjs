@@ -399,6 +399,31 @@ async function main() {
     const restored = await page.locator('#chart-dump b[data-series="restored"]').textContent();
     check(/^\d/.test(restored), `and restored ${restored}`);
 
+    /* Leaks by reason (issue 32): every item of "fails" fails into a DLQ
+     * that never waits (no dump: discarded), so its leaks are failures and
+     * never overflow; the tiles and the leaks chart say so. */
+    check((await api('/api/v1/init?key=fails', JSON.stringify({ capacity: 1000, workers_min: 1,
+      workers_max: 1, worker_delay: 100000, producers_min: 1, producers_max: 1,
+      producer_delay: 10000000, fail_rate: 1, fail_to_dlq: true, allow_leak: true }))).ok,
+    'init "fails" (every item fails, fail_to_dlq, no dump)');
+    await until('"fails" in the list', async () =>
+      await page.locator('#queue-select option[value="fails"]').count() === 1, 8000);
+    await page.selectOption('#queue-select', 'fails');
+    const tile = m => page.locator(`[data-metric="${m}"]`).textContent();
+    await until('failed leaks on the tile', async () => Number(await tile('leak_failed_rate')) > 0, 10000);
+    const why = {};
+    for (const m of ['leak_rear_rate', 'leak_front_rate', 'leak_failed_rate', 'leak_deadline_rate',
+      'leak_closed_rate', 'dlq_waiting']) why[m] = await tile(m);
+    check(Number(why.leak_failed_rate) > 0 && why.leak_rear_rate === '0' && why.leak_front_rate === '0' &&
+      why.leak_deadline_rate === '0' && why.leak_closed_rate === '0' && why.dlq_waiting === '0',
+      `the leak tiles by reason: ${JSON.stringify(why)}`);
+    check(await chart('leaks', 'max', 'leak_failed_rate') > 0 && await chart('leaks', 'max', 'leak_rear_rate') === 0,
+      'the leaks chart: failed > 0, overflow rear 0');
+    const sums = (await (await fetch(`${base}/api/v1/stats?key=fails`)).json()).counters;
+    check(sums.leaked_failed > 0 && sums.leaked_failed === sums.leaked && sums.failed === 0,
+      `/api/v1/stats: leaked ${sums.leaked} = failed ${sums.leaked_failed} (rear ${sums.leaked_rear}, front ${sums.leaked_front}), failed outcomes ${sums.failed}`);
+    check((await api('/api/v1/stop?key=fails')).ok, 'stop "fails"');
+
     /* The DLQ section: a key whose items all fail into the dump and, once
      * restored and failed again, into the dead store; then started again
      * with a worker that never fails, so what is redriven stays out. */
@@ -421,6 +446,11 @@ async function main() {
     await until('the DLQ section', async () => await page.locator('#dlq').isVisible() &&
       await deadTile() === String(dead0), 8000);
     check(true, `the DLQ section shows the dead store's ${dead0} records`);
+    /* The dump chart's dead-store line follows the DLQ section's count. */
+    await until('the dead store on the dump chart', async () =>
+      (await chart('dump', 'latest', 'dead')) === dead0, 8000);
+    const deadLine = await page.locator('#chart-dump b[data-series="dead"]').textContent();
+    check(Number(deadLine) === dead0, `the dump chart has a dead-store line: ${deadLine}`);
     await until('a page of records', async () => await page.locator('#dlq-table tbody tr').count() === 20, 5000);
     const reasons = await page.locator('#dlq-table tbody tr td:nth-child(4)').allTextContents();
     /* failed twice, or failed and restored, then still queued at the stop (closed) */
