@@ -142,6 +142,15 @@ typedef struct blq_dump_decoder {
 	void *ctx; /**< passed to decode; borrowed */
 } blq_dump_decoder;
 
+/* blq_bytes ends in a flexible array member: standard C, and a GNU
+ * extension in C++ that g++ and clang++ lay out the same way, so C++ code
+ * keeps b->data, but that -Wpedantic reports in every C++ translation unit
+ * that includes this header. The pragmas silence that one report for this
+ * one declaration, in C++ only; C sees no change at all. */
+#if defined(__cplusplus) && defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#endif
 /** A raw byte buffer with its length and restore count: the payload of the
  * bytes codec. One allocation; free it with free(). */
 typedef struct blq_bytes {
@@ -152,6 +161,9 @@ typedef struct blq_bytes {
 	size_t len;            /**< bytes in data */
 	unsigned char data[];  /**< the bytes (a flexible array member) */
 } blq_bytes;
+#if defined(__cplusplus) && defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 
 /**
  * A blq_bytes holding a copy of \p len bytes at \p data.
