@@ -104,6 +104,7 @@ typedef struct redrive {
 	bool reset;
 	uint64_t start_ns;
 	blq_inspect_redrive_stats *st;
+	bool version_known; /* st->version said by a dump or given */
 	blq_error *err;
 } redrive;
 
@@ -142,6 +143,15 @@ static int move(redrive *r, const rbatch *b, const char *whole)
 
 	if (locs == NULL)
 		return blq__error_set(r->err, BLQ_ENOMEM, "redrive: out of memory");
+	if (!r->version_known && b->n > 0) {
+		free(locs);
+		const blq__iarea *d = &r->to->areas[BLQ_INSPECT_DUMP];
+		return blq__error_set(r->err, BLQ_EINVAL,
+				      "redrive: cannot know the version of dump %s: neither it nor "
+				      "a dead store holds a record, and none was given (blq-dlq "
+				      "--dump-version, or --to-version for --to); nothing was moved",
+				      d->kind == BLQ__IAREA_DIR ? d->path : d->key);
+	}
 	size_t nlocs = whole != NULL ? 1 : b->n;
 	for (size_t i = 0; i < b->n; i++) {
 		locs[i] = b->v[i].loc;
@@ -365,17 +375,16 @@ int blq_inspect_redrive(blq_inspect *from, const blq_inspect_redrive_config *cfg
 	r.reset = pl.area == BLQ_INSPECT_DEAD && !c->keep_restores;
 	st.reset_restores = r.reset;
 
-	/* The target's version, else the source's (see the design note),
-	 * else the target's config's (0 by default, as blq_dump_config's). */
-	uint64_t dflt_version;
+	/* The target's version, else the source's (see the design note).
+	 * Nothing saying it is refused at the first write (a quarantine's
+	 * records may be there for their version: not evidence), so that a
+	 * redrive with nothing to move still says so. */
 	rc = blq_inspect_version(r.to, &st.version, err);
-	if (rc == 1 && r.to != from) {
-		dflt_version = st.version;
-		if ((rc = blq_inspect_version(from, &st.version, err)) == 1)
-			st.version = dflt_version;
-	}
+	if (rc == 1 && r.to != from)
+		rc = blq_inspect_version(from, &st.version, err);
 	if (rc < 0)
 		return rc;
+	r.version_known = rc == 0;
 	rc = 0;
 
 	size_t batch = c->batch;

@@ -641,8 +641,10 @@ typedef struct blq_inspect_redrive_config {
  * (BLQ_EREFUSED, before anything is moved): salvage it first.
  *
  * The target's version is blq_inspect_version's of the target, else of
- * the source (a dead store's records have the dump's version), else the
- * target's config's (0 by default); out->version says which was used.
+ * the source (a dead store's records have the dump's version); when
+ * neither says it nor was one given (version_set), nothing is written
+ * (BLQ_EINVAL: a quarantine's records may be there for their version).
+ * out->version says which was used.
  *
  * \param from the source's inspector.
  * \param cfg what to move; NULL: every record of the dead store, into the
@@ -655,7 +657,8 @@ typedef struct blq_inspect_redrive_config {
  * \retval 1 the progress callback stopped it.
  * \retval BLQ_EINVAL a NULL inspector, a bad from or location, a rate
  *         out of range, the dump area into itself, a version given that
- *         the dump's files contradict, or files named two ways.
+ *         the dump's files contradict, no version known, or files named
+ *         two ways.
  * \retval BLQ_EREFUSED records that cannot be deleted from the source,
  *         a damaged file under a filter: nothing of that batch written.
  * \retval BLQ_EIO a write or a delete failed (the message says whether
