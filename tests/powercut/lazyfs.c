@@ -48,7 +48,10 @@
  *       synced, in neither;
  *   (e) what was fsync'd (data) and whose directory was fsync'd (name)
  *       survives byte for byte, and so does its mode.
- * A file's mtime is kept with its data (as of its last fsync).
+ * A file's mtime is kept with its data (as of its last fsync); its mode
+ * is kept with its name (in the directory's listing, at that fsync).
+ * Memory: every file's contents and every inode stay in memory until a
+ * cut or unmount, unlinked ones too (a test filesystem: small files).
  * Not modelled: partial or reordered writes within a file (no torn
  * pages: data is all or nothing per fsync), other timestamps and
  * ownership (a directory's mtime comes back as the time of the cut,
