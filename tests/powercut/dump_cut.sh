@@ -22,6 +22,7 @@ M=$T/mnt
 mkdir -p "$M"
 pid=
 cleanup() {
+	[ -n "$watchdog" ] && kill "$watchdog" 2>/dev/null
 	[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
 	if mountpoint -q "$M"; then
 		fusermount3 -u "$M" 2>/dev/null || umount -l "$M"
@@ -29,7 +30,12 @@ cleanup() {
 	rm -rf "$T"
 }
 trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
+trap 'echo "$0: stopped (timeout or signal)" >&2; exit 1' INT TERM HUP
+# A watchdog inside ctest's TIMEOUT, so that the trap unmounts even then.
+watchdog=
+( trap 'kill $s 2>/dev/null; exit' TERM; sleep $((30 + 4 * N)) & s=$!; wait $s; kill -TERM $$ ) \
+	>/dev/null 2>&1 </dev/null &
+watchdog=$!
 
 fails=0 acked_total=0
 for seed in $(seq "$FIRST" $((FIRST + N - 1))); do

@@ -16,13 +16,19 @@ T=$(mktemp -d /tmp/lazyfs_test.XXXXXX)
 M=$T/mnt B=$T/backing
 mkdir -p "$M" "$B"
 cleanup() {
+	[ -n "$watchdog" ] && kill "$watchdog" 2>/dev/null
 	if mountpoint -q "$M"; then
 		fusermount3 -u "$M" 2>/dev/null || umount -l "$M"
 	fi
 	rm -rf "$T"
 }
 trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
+trap 'echo "$0: stopped (timeout or signal)" >&2; exit 1' INT TERM HUP
+# A watchdog inside ctest's TIMEOUT, so that the trap unmounts even then.
+watchdog=
+( trap 'kill $s 2>/dev/null; exit' TERM; sleep 100 & s=$!; wait $s; kill -TERM $$ ) \
+	>/dev/null 2>&1 </dev/null &
+watchdog=$!
 if ! "$LAZYFS" "$B" "$M" 2>"$T/mount.err"; then
 	echo "lazyfs_test: cannot mount: $(cat "$T/mount.err"): skipped"
 	exit 77
