@@ -236,8 +236,9 @@ static void case_noreplace(void)
 	put(P("x/b"), "B", 1, 1);
 	errno = 0;
 	int rc = renameat2(AT_FDCWD, P("x/a"), AT_FDCWD, P("x/b"), RENAME_NOREPLACE);
-	check(rc == -1 && errno == EEXIST, "RENAME_NOREPLACE refuses an existing name (%s)",
-	      strerror(errno));
+	int e = errno;
+	check(rc == -1 && e == EEXIST, "RENAME_NOREPLACE refuses an existing name (%s)",
+	      strerror(e));
 	get(P("x/b"), b, sizeof b);
 	check(strcmp(b, "B") == 0 && exists(P("x/a")), "and changes nothing");
 	rc = renameat2(AT_FDCWD, P("x/a"), AT_FDCWD, P("x/c"), RENAME_NOREPLACE);
@@ -290,8 +291,10 @@ static void case_stale(void)
 	must(fd >= 0, "open");
 	cut();
 	errno = 0;
-	check(write(fd, "y", 1) == -1 && errno == EIO,
-	      "a file handle held across a cut fails with EIO (%s)", strerror(errno));
+	ssize_t w = write(fd, "y", 1);
+	int e = errno;
+	check(w == -1 && e == EIO, "a file handle held across a cut fails with EIO (%s)",
+	      strerror(e));
 	close(fd);
 	char b[8];
 	check(get(P("h/f"), b, sizeof b) == 1 && b[0] == 'x', "and changed nothing");
