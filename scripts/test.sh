@@ -34,11 +34,12 @@ log() { printf '== %s\n' "$*"; }
 # tests (a real Prometheus server from the prometheus package among them);
 # spin: the model check of the wait/wake protocol (scripts/model_check.sh);
 # doxygen: the API reference (docs/api.md; no graphs, so no graphviz).
+# libfuse3-dev, fuse3: lazyfs, the power-cut tests' filesystem (tests/powercut/).
 # The dashboard's browser test installs chromium, node and npm below.
 packages=(build-essential cmake pkg-config libck-dev libcriterion-dev libglib2.0-dev
 	prometheus python3-prometheus-client libhiredis-dev redis-server clang
 	libclang-rt-14-dev libmicrohttpd-dev libjansson-dev curl jq iproute2 util-linux
-	spin doxygen)
+	spin doxygen libfuse3-dev fuse3)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
