@@ -17,7 +17,8 @@
  * closer), and it takes as long as the DLQ takes: a DLQ that is itself a
  * full non-leaky queue (blq_as_enqueuer) blocks that thread until it has
  * room, so a "leaky" queue's producer can wait after all. Such threads
- * count in q->dlq_waiting while inside the call (blq_stats.dlq_waiting).
+ * count in their cell's dlq_in - dlq_out while inside the call
+ * (blq_stats.dlq_waiting).
  */
 #include <string.h>
 
@@ -136,11 +137,12 @@ void blq__to_dlq(blq *q, blq__cell *c, const blq__item *it, enum blq_dlq_reason 
 		return;
 	/* Counted inside the call (blq_stats.dlq_waiting): a DLQ that is a
 	 * full non-leaky queue blocks the caller here, a producer too. Two
-	 * relaxed adds, on the leak path only (a gauge: no ordering needed). */
-	atomic_fetch_add_explicit(&q->dlq_waiting, 1, memory_order_relaxed);
+	 * relaxed adds in the caller's own cell, as the leak counter below
+	 * (a gauge: no ordering needed; blq_stats reads dlq_out first). */
+	blq__count_shared(&c->dlq_in);
 	int took = d->enqueue_why != NULL ? enqueue_why(q, it, why, rc)
 					  : d->enqueue(d->self, it->payload);
-	atomic_fetch_sub_explicit(&q->dlq_waiting, 1, memory_order_relaxed);
+	blq__count_shared(&c->dlq_out);
 	if (took == 0) {
 		enum blq_leak_dir dir;
 

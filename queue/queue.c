@@ -376,7 +376,12 @@ int blq_stats(const blq *q, struct blq_stats *out)
 	 * room now (the only sign a fixed pool has). */
 	out->throttled = atomic_load_explicit(&q->throttled, memory_order_relaxed) != 0 ||
 			 out->producers_blocked > 0;
-	out->dlq_waiting = atomic_load_explicit(&q->dlq_waiting, memory_order_relaxed);
+	/* dlq_out first: both only grow, and a call counts in dlq_out after
+	 * dlq_in, so the later sum of dlq_in is not below it (relaxed loads
+	 * of other cells may still pass: a gauge, clamped at 0). */
+	uint64_t dlq_out = fold(q, offsetof(blq__cell, dlq_out));
+	uint64_t dlq_in = fold(q, offsetof(blq__cell, dlq_in));
+	out->dlq_waiting = dlq_in > dlq_out ? (unsigned)(dlq_in - dlq_out) : 0;
 	busy_counts(q, &out->workers_busy, &out->workers_overrunning);
 	out->workers_stuck = atomic_load_explicit(&q->detached, memory_order_relaxed);
 	out->paused = atomic_load_explicit(&q->paused, memory_order_relaxed) != 0;
