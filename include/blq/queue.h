@@ -372,9 +372,11 @@ struct blq_stats {
 	 * (producers on overflow, workers for fail_to_dlq or deadline_to_dlq,
 	 * the timer, a closer). A DLQ that is a full non-leaky queue
 	 * (blq_as_enqueuer) keeps them there until it has room: this is how
-	 * many are waiting on it. A DLQ that never blocks (a leaky queue, a
-	 * dump, a discard) shows it at 0 but for the moment of the call. Not
-	 * in producers_blocked, which counts waits for this queue's room. */
+	 * many are waiting on it; a dump keeps them while its batch is full
+	 * and its writer still writes the previous one. A DLQ that never
+	 * blocks (a leaky queue, a discard) shows it at 0 but for the moment
+	 * of the call. Not in producers_blocked, which counts waits for this
+	 * queue's room. */
 	unsigned dlq_waiting;
 	/** Threads the queue gave up on inside a callback (at the attempt's
 	 * time limit, or at a close's limit) that have not returned yet: a
