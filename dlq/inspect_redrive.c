@@ -266,14 +266,13 @@ static int salvage_damaged(redrive *r, enum blq_inspect_area area, const char *o
 	rbatch b = {0};
 	int rc = 0;
 
-	/* blq_inspect_list walks every area; only this one's parts count. */
-	rc = blq_inspect_list(r->from, note_damaged, &d, r->err);
+	/* The source area's files only: listing the whole dump would read
+	 * every file of the other areas too. */
+	bool stop = false;
+	rc = blq__ifs_list(r->from, &r->from->areas[area], note_damaged, &d, &stop, r->err);
 	if (rc == 0 && d.nomem)
 		rc = blq__error_set(r->err, BLQ_ENOMEM, "redrive: out of memory");
 	for (size_t i = 0; i < d.n && rc == 0; i++) {
-		blq_inspect_loc l;
-		if (blq_inspect_loc_parse(d.names[i], &l, NULL) != 0 || l.area != area)
-			continue;
 		if (filtered(&r->f, r->cfg)) {
 			rc = blq__error_set(r->err, BLQ_EREFUSED,
 					    "redrive: %s is damaged and a filter picks records of it: "
