@@ -46,10 +46,10 @@ static bool leak(blq *q, blq__cell *c, const blq__item *it)
 	if (q->cfg.leak_direction == BLQ_LEAK_FRONT) {
 		blq__item old;
 
-		/* The producers' rings only: a due item in the timer's ring
-		 * frees no room here (that ring is not where ours goes). */
+		/* Our own lane's oldest, else the rings' (not the timer's
+		 * due ring: that room is not where ours goes). */
 		for (unsigned a = 0; a < q->cfg.front_leak_attempts; a++) {
-			if (blq__pop_rings(q, 0, &old))
+			if (blq__pop_oldest_own(q, &old))
 				blq__to_dlq(q, c, &old, BLQ_DLQ_OVERFLOW_FRONT, 0);
 			if (blq__push_any(q, it))
 				return true;

@@ -23,6 +23,7 @@
 #include "errorf.h"
 #include "idle_clock.h"
 #include "item_ring.h"
+#include "lanes.h"
 #include "monotonic.h"
 #include "thread.h"
 #include "timer.h"
@@ -201,6 +202,9 @@ struct blq {
 	void *engine_state;
 	blq__port port;
 	size_t capacity;       /* the engine's shape: everything the queue holds */
+	/* The rings engine's lanes and its admission count (lanes.h); no
+	 * lanes (lane NULL) with QoS. */
+	blq__lanes lanes;
 	unsigned nrings;
 	blq__ring *rings;
 	size_t ring_cap;       /* the rings' share of capacity (QoS: its egress) */
@@ -354,12 +358,25 @@ bool blq__push_any(blq *q, const blq__item *it);
  * many went in (the first ones); fewer than n when the rings are full. */
 size_t blq__push_batch(blq *q, const blq__item *tmpl, void *const *payloads, size_t n);
 bool blq__pop_any(blq *q, unsigned start, blq__item *out); /* the due ring, then the rings */
-bool blq__pop_rings(blq *q, unsigned start, blq__item *out); /* the producers' rings only */
-/* Up to max items from ring `home` in one take, when it holds at least
- * 2 * max and no due item waits; else 0 (rings.c). */
+bool blq__pop_rings(blq *q, unsigned start, blq__item *out); /* the lanes and shared rings */
+/* The oldest item of the caller's lane, else of the rings (a front
+ * leak's victim). */
+bool blq__pop_oldest_own(blq *q, blq__item *out);
+/* Up to max items in one take from the first lane (from worker `home`'s)
+ * or its home shared ring that holds at least 2 * max, when no due item
+ * waits; else 0 (rings.c). */
 unsigned blq__take_ahead(blq *q, unsigned home, blq__item *out, unsigned max);
 /* Items workers took ahead and have not started (worker.c). */
 uint64_t blq__hand_items(const blq *q);
+
+/* lanes.c (lanes.h): a rings-engine queue's lanes, made and registered
+ * (BLQ_ENOMEM) and freed; the calling thread's lane (adopted on its first
+ * call; NULL: none free, use the shared rings); and the admission: up to
+ * n places reserved in `held`, never above capacity (0: full). */
+int blq__lanes_init(blq *q);
+void blq__lanes_destroy(blq *q);
+blq__lane *blq__lane_own(blq *q);
+uint64_t blq__lanes_reserve(blq *q, uint64_t n);
 
 /* engine.c: choosing the engine (the one place that names QoS) and
  * building it into a new queue. */

@@ -146,6 +146,7 @@ static blq__bounds bounds_in_force(const blq *q)
 
 static void destroy(blq *q, bool sync_ready)
 {
+	blq__lanes_destroy(q);
 	for (unsigned i = 0; i < q->nrings; i++)
 		blq__ring_destroy(&q->rings[i]);
 	free(q->rings);
@@ -193,7 +194,7 @@ blq *blq_new(const blq_config *cfg, blq_error *err)
 	apply_defaults(q);
 	q->start_ns = blq__now(q);
 	if (blq__engine_setup(q, &streams) != 0 || alloc_rings(q, streams) != 0 ||
-	    alloc_workers(q) != 0) {
+	    (q->engine == &blq__rings_engine && blq__lanes_init(q) != 0) || alloc_workers(q) != 0) {
 		blq__error_set(err, BLQ_ENOMEM, "capacity: out of memory for %zu items",
 			       q->capacity != 0 ? q->capacity : q->cfg.capacity);
 		destroy(q, false);
@@ -238,15 +239,6 @@ int blq_free(blq *q)
 	blq__pool_join_all(q);
 	destroy(q, true);
 	return 0;
-}
-
-uint64_t blq__ring_items(const blq *q)
-{
-	uint64_t n = 0;
-
-	for (unsigned i = 0; i < q->nrings; i++)
-		n += blq__ring_size(&q->rings[i]);
-	return n;
 }
 
 uint64_t blq__taken_items(const blq *q)

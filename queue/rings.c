@@ -1,25 +1,139 @@
 /*
- * The queue's rings: the bounded rings (one per stream) where items wait
- * for a worker, whichever engine brought them there.
+ * The queue's rings: where items wait for a worker, whichever engine
+ * brought them there. A rings-engine queue has lanes (lanes.h: a ring per
+ * producer thread, behind one exact capacity) in front of its shared
+ * rings; a QoS queue has only the shared rings (its egress).
  *
- * Streams spread the contention: a producer starts its look at a ring of
- * its own (round robin per thread), a worker at ring index % nrings
- * (worker.c), and both go on to the next ring when theirs is full or
- * empty, so one stream's backlog never idles a worker. With one stream
- * (the default) every call is a single push or pop. Workers look at the
- * timer's due ring before the rings (blq__pop_any): a due retry runs next
- * instead of behind a full queue of new items. A worker that finds its
- * ring deep takes a hand of items at once (blq__take_ahead, worker.c).
+ * Shared rings (`streams` of them, capacity / streams slots each): the
+ * rings of producers without a lane, of a lane's overflow, of retries
+ * without a delay and of the timer's overflow. Without lanes (QoS), a
+ * producer starts its look at a ring of its own (round robin per call)
+ * and goes on to the next when it is full, as before lanes.
+ *
+ * Workers look at the timer's due ring first (blq__pop_any): a due retry
+ * runs next instead of behind a full queue of new items. Then their home
+ * lane (worker index modulo the lanes made), the other lanes, and the
+ * shared rings from their home one. A worker that finds a ring deep takes
+ * a hand of items at once (blq__take_ahead, worker.c), from any of them.
  */
 #include "internal.h"
+#include "thread_hash.h"
 
-/* Round-robin start ring per producer thread, so streams spread the load. */
+/* Round-robin start ring per producer thread, for queues without lanes. */
 static _Thread_local unsigned blq__tls_rr;
+
+static bool lanes_on(const blq *q)
+{
+	return q->lanes.lane != NULL;
+}
+
+/* Slots left the held count: after a take moved them out of a ring.
+ * seq_cst: also the StoreLoad barrier before the taker reads the
+ * producers' waiters (worker.c, after_take; ec.h). */
+static void release_held(blq *q, uint64_t k)
+{
+	atomic_fetch_sub_explicit(&q->lanes.held, k, memory_order_seq_cst);
+}
+
+/* Fills positions pos..pos+k of r with *tmpl, each with payloads[at + j]
+ * when payloads is not NULL. */
+static void fill(blq__ring *r, uint64_t pos, uint64_t k, const blq__item *tmpl,
+		 void *const *payloads, size_t at)
+{
+	blq__ring_cursor c = blq__ring_at(r, pos);
+
+	for (uint64_t j = 0; j < k; j++) {
+		blq__item it = *tmpl;
+
+		if (payloads != NULL)
+			it.payload = payloads[at + j];
+		blq__ring_fill(blq__ring_next(&c), pos + j, &it);
+	}
+}
+
+/* Up to n items into the shared rings, from ring `first` on, a
+ * reservation per up to BLQ__RING_RESERVE_MAX; *ring and *end: where the
+ * last one went (its ring, its position + 1). Returns how many went in. */
+static size_t push_shared(blq *q, unsigned first, const blq__item *tmpl, void *const *payloads,
+			  size_t at, size_t n, unsigned *ring, uint64_t *end)
+{
+	unsigned nr = q->nrings;
+	size_t done = 0;
+
+	for (unsigned i = 0; i < nr && done < n; i++) {
+		unsigned ri = (first + i) % nr;
+		blq__ring *r = &q->rings[ri];
+		uint64_t pos, k;
+
+		while (done < n && (k = blq__ring_reserve(r, n - done, &pos)) > 0) {
+			fill(r, pos, k, tmpl, payloads, at + done);
+			done += k;
+			*ring = ri;
+			*end = pos + k;
+		}
+	}
+	return done;
+}
+
+/* Whether a lane's spilled items have all been taken from its shared
+ * ring: then its owner pushes into the lane again. */
+static bool spill_over(const blq *q, const blq__lane *l)
+{
+	return atomic_load_explicit(&q->rings[l->spill_ring].head, memory_order_relaxed) >=
+	       l->spill_end;
+}
+
+/* n reserved items (held counts them) into the caller's lane, or the
+ * shared rings (lanes.h: "Order"). Every one goes in: the shared rings
+ * hold capacity, and held never does more. */
+static void push_reserved(blq *q, const blq__item *tmpl, void *const *payloads, size_t n)
+{
+	blq__lane *l = blq__lane_own(q);
+	size_t done = 0;
+	unsigned ring = 0;
+	uint64_t end = 0;
+
+	if (l == NULL) {
+		/* No lane: one shared ring of our own while it has room. */
+		done = push_shared(q, q->nrings == 1 ? 0 : blq__thread_cell(q->nrings), tmpl,
+				   payloads, 0, n, &ring, &end);
+		goto check;
+	}
+	if (!l->spilling || spill_over(q, l)) {
+		uint64_t pos, k;
+
+		l->spilling = false;
+		while (done < n && (k = blq__ring_reserve_sp(&l->ring, n - done, &pos)) > 0) {
+			fill(&l->ring, pos, k, tmpl, payloads, done);
+			done += k;
+		}
+		if (done == n)
+			return;
+		l->spill_ring = (unsigned)(l - q->lanes.lane) % q->nrings;
+	}
+	/* The lane is full, or older items of ours still wait in the
+	 * shared ring: after them. */
+	done += push_shared(q, l->spill_ring, tmpl, payloads, done, n - done, &ring, &end);
+	if (ring == l->spill_ring) {
+		l->spilling = true;
+		l->spill_end = end;
+	}
+check:
+	/* Cannot happen: held reserved the room (lanes.h, "Capacity"). */
+	if (done < n)
+		abort();
+}
 
 bool blq__push_any(blq *q, const blq__item *it)
 {
 	unsigned n = q->nrings;
 
+	if (lanes_on(q)) {
+		if (blq__lanes_reserve(q, 1) == 0)
+			return false;
+		push_reserved(q, it, NULL, 1);
+		return true;
+	}
 	if (n == 1)
 		return blq__ring_push(&q->rings[0], it);
 	unsigned start = blq__tls_rr++;
@@ -31,71 +145,104 @@ bool blq__push_any(blq *q, const blq__item *it)
 
 size_t blq__push_batch(blq *q, const blq__item *tmpl, void *const *payloads, size_t n)
 {
-	unsigned nr = q->nrings, start = nr == 1 ? 0 : blq__tls_rr++;
-	size_t done = 0;
+	unsigned ring;
+	uint64_t end;
 
-	/* Reservations of up to BLQ__RING_RESERVE_MAX slots, ring by ring in
-	 * the thread's round-robin order until one is full; the items keep
-	 * their order. */
-	for (unsigned i = 0; i < nr && done < n; i++) {
-		blq__ring *r = &q->rings[(start + i) % nr];
-		uint64_t pos, k;
+	if (lanes_on(q)) {
+		uint64_t k = blq__lanes_reserve(q, n);
 
-		while (done < n && (k = blq__ring_reserve(r, n - done, &pos)) > 0) {
-			blq__ring_cursor at = blq__ring_at(r, pos);
-
-			for (uint64_t j = 0; j < k; j++) {
-				blq__item it = *tmpl;
-
-				it.payload = payloads[done + j];
-				blq__ring_fill(blq__ring_next(&at), pos + j, &it);
-			}
-			done += k;
-		}
+		if (k > 0)
+			push_reserved(q, tmpl, payloads, (size_t)k);
+		return (size_t)k;
 	}
-	return done;
+	/* Without lanes: the thread's round-robin order until one is full;
+	 * the items keep their order. */
+	return push_shared(q, q->nrings == 1 ? 0 : blq__tls_rr++, tmpl, payloads, 0, n, &ring,
+			   &end);
 }
 
-bool blq__pop_any(blq *q, unsigned start, blq__item *out)
+bool blq__pop_any(blq *q, unsigned home, blq__item *out)
 {
 	/* Due retries and delayed items first (timer.c). */
 	blq__ring *due = atomic_load_explicit(&q->due, memory_order_acquire);
 
 	if (due != NULL && blq__ring_pop(due, out))
 		return true;
-	return blq__pop_rings(q, start, out);
+	return blq__pop_rings(q, home, out);
 }
 
-bool blq__pop_rings(blq *q, unsigned start, blq__item *out)
+/* One item from ring r into *out, released from held when lanes count. */
+static bool pop_counted(blq *q, blq__ring *r, blq__item *out)
+{
+	if (!blq__ring_pop(r, out))
+		return false;
+	if (lanes_on(q))
+		release_held(q, 1);
+	return true;
+}
+
+bool blq__pop_rings(blq *q, unsigned home, blq__item *out)
 {
 	unsigned n = q->nrings;
 
+	if (lanes_on(q)) {
+		unsigned made = atomic_load_explicit(&q->lanes.made, memory_order_acquire);
+
+		for (unsigned i = 0; i < made; i++)
+			if (pop_counted(q, &q->lanes.lane[(home + i) % made].ring, out))
+				return true;
+	}
 	if (n == 1)
-		return blq__ring_pop(&q->rings[0], out);
+		return pop_counted(q, &q->rings[0], out);
 	for (unsigned i = 0; i < n; i++)
-		if (blq__ring_pop(&q->rings[(start + i) % n], out))
+		if (pop_counted(q, &q->rings[(home + i) % n], out))
 			return true;
 	return false;
+}
+
+bool blq__pop_oldest_own(blq *q, blq__item *out)
+{
+	blq__lane *l = lanes_on(q) ? blq__lane_own(q) : NULL;
+
+	if (l != NULL && pop_counted(q, &l->ring, out))
+		return true;
+	return blq__pop_rings(q, 0, out);
+}
+
+/* A hand from r when it is deep: up to max items when it holds at least
+ * 2 * max. The depth is read at that item's slot, not from the tail: the
+ * tail's line moves to the producers' cores with every push, and reading
+ * it was 44% of blq__take_ahead's samples on W1-BATCH (perf record); the
+ * slot is one this worker is about to take. */
+static unsigned take_deep(blq *q, blq__ring *r, blq__item *out, unsigned max)
+{
+	if (!blq__ring_holds(r, atomic_load_explicit(&r->head, memory_order_relaxed) +
+					2 * (uint64_t)max - 1))
+		return 0;
+	unsigned k = (unsigned)blq__ring_take(r, out, max);
+
+	if (k > 0 && lanes_on(q))
+		release_held(q, k);
+	return k;
 }
 
 unsigned blq__take_ahead(blq *q, unsigned home, blq__item *out, unsigned max)
 {
 	const blq__ring *due = atomic_load_explicit(&q->due, memory_order_acquire);
-	blq__ring *r = &q->rings[home];
+	unsigned k;
 
 	/* A due retry runs next (blq__pop_any), not behind a hand of new
-	 * items; and a shallow ring (no item 2 * max from the head) is left
-	 * to the other workers. The depth is read at that item's slot, not
-	 * from the tail: the tail's line moves to the producers' cores with
-	 * every push, and reading it was 44% of this function's samples on
-	 * W1-BATCH (perf record); the slot is one this worker is about to
-	 * take. */
+	 * items; and a shallow ring is left to the other workers. */
 	if (due != NULL && blq__ring_size(due) != 0)
 		return 0;
-	if (!blq__ring_holds(r, atomic_load_explicit(&r->head, memory_order_relaxed) +
-					2 * (uint64_t)max - 1))
-		return 0;
-	return (unsigned)blq__ring_take(r, out, max);
+	if (lanes_on(q)) {
+		unsigned made = atomic_load_explicit(&q->lanes.made, memory_order_acquire);
+
+		for (unsigned i = 0; i < made; i++)
+			if ((k = take_deep(q, &q->lanes.lane[(home + i) % made].ring, out, max)) > 0)
+				return k;
+	}
+	return take_deep(q, &q->rings[home % q->nrings], out, max);
 }
 
 bool blq__core_push(blq *q, const blq__item *it, unsigned *cursor)
@@ -124,4 +271,15 @@ void blq__core_rings_usage(const blq *q, size_t *size, size_t *capacity)
 {
 	*size = (size_t)blq__ring_items(q);
 	*capacity = q->ring_cap;
+}
+
+uint64_t blq__ring_items(const blq *q)
+{
+	uint64_t n = 0;
+
+	if (lanes_on(q))
+		return atomic_load_explicit(&q->lanes.held, memory_order_relaxed);
+	for (unsigned i = 0; i < q->nrings; i++)
+		n += blq__ring_size(&q->rings[i]);
+	return n;
 }

@@ -345,7 +345,7 @@ static bool spin_pop(blq *q, blq__worker *w, unsigned home, blq__hand *h)
  * none. False: time to exit. */
 static bool next_item(blq *q, blq__worker *w, blq__hand *h)
 {
-	unsigned home = w->index % q->nrings;
+	unsigned home = w->index;
 	bool slept = false, first = true;
 
 	for (;;) {

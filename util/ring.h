@@ -227,6 +227,26 @@ static inline uint64_t blq__ring_reserve(blq__ring *r, uint64_t n, uint64_t *fir
 	}
 }
 
+/* blq__ring_reserve for a ring with one producer at a time (a lane,
+ * queue/lanes.c): nobody else moves the tail, so the claim is a plain
+ * store instead of a CAS, and the tail's line stays in the producer's
+ * cache. The caller hands the ring from one producer to the next with a
+ * release and an acquire (the lane's owner word). */
+static inline uint64_t blq__ring_reserve_sp(blq__ring *r, uint64_t n, uint64_t *first)
+{
+	uint64_t pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	uint64_t room = blq__ring_room(r, pos);
+	uint64_t k = n < room ? n : room;
+
+	if (k > BLQ__RING_RESERVE_MAX)
+		k = BLQ__RING_RESERVE_MAX;
+	if (k != 0) {
+		atomic_store_explicit(&r->tail, pos + k, memory_order_relaxed);
+		*first = pos;
+	}
+	return k;
+}
+
 /* Fills reserved position pos, whose slot is s (a cursor's), and
  * publishes it to the consumers. */
 static inline void blq__ring_fill(blq__slot *s, uint64_t pos, const BLQ__RING_ITEM *it)

@@ -1,0 +1,221 @@
+/*
+ * Lanes (lanes.h): making them, and which one is this thread's. The pushes
+ * and takes are the rings' (rings.c).
+ *
+ * A thread finds its lane of a queue in a thread-local table of
+ * BLQ__LANE_REFS entries, the queue's serial number the key: the first
+ * entry is compared first (a thread feeding one queue pays one compare).
+ * A miss adopts a lane (lanes.h, "Ownership") and takes an entry; when
+ * the table is full, its last entry's lane is given back first (a thread
+ * feeding more queues than that may lose its order across the switch).
+ *
+ * Giving back: when the thread exits (a pthread key's destructor walks the
+ * table), and on eviction. The queue may be gone by then, so both look
+ * the serial up in the list of live queues under reg_mu, the lock that
+ * blq_free's unregistering takes too: a lane is never written after its
+ * queue's memory is freed. Threads exit and queues come and go on slow
+ * paths only; enqueues never take that lock.
+ *
+ * initial-exec TLS: the table is read on every enqueue, and in a shared
+ * library the default model calls __tls_get_addr for it. The table is
+ * small (BLQ__LANE_REFS * 24 bytes), well inside the static TLS surplus
+ * glibc keeps for libraries loaded with dlopen.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define BLQ__LANE_REFS 8u
+
+typedef struct lane_ref {
+	uint64_t serial; /* the queue's; 0: a free entry */
+	blq *q;
+	blq__lane *lane; /* NULL: none free when we looked */
+	uint32_t retry;  /* NULL lane: calls left before we look again */
+} lane_ref;
+
+static _Thread_local __attribute__((tls_model("initial-exec"))) lane_ref refs[BLQ__LANE_REFS];
+
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static blq *reg_head;        /* live queues with lanes, under reg_mu */
+static uint64_t reg_serial;  /* the last serial given, under reg_mu */
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t exit_key;
+static bool key_ok;
+
+/* Under reg_mu: whether `q` with this serial is still alive. */
+static bool live(const blq *q, uint64_t serial)
+{
+	for (const blq *p = reg_head; p != NULL; p = p->lanes.reg_next)
+		if (p == q && p->lanes.serial == serial)
+			return true;
+	return false;
+}
+
+static void give_back(lane_ref *r)
+{
+	if (r->lane != NULL && live(r->q, r->serial))
+		atomic_store_explicit(&r->lane->owned, 0, memory_order_release);
+	memset(r, 0, sizeof(*r));
+}
+
+/* The thread's exit: its lanes go back to their queues. */
+static void thread_exit(void *unused)
+{
+	(void)unused;
+	pthread_mutex_lock(&reg_mu);
+	for (unsigned i = 0; i < BLQ__LANE_REFS; i++)
+		if (refs[i].serial != 0)
+			give_back(&refs[i]);
+	pthread_mutex_unlock(&reg_mu);
+}
+
+static void make_key(void)
+{
+	key_ok = pthread_key_create(&exit_key, thread_exit) == 0;
+}
+
+int blq__lanes_init(blq *q)
+{
+	blq__lanes *ls = &q->lanes;
+
+	ls->lane = aligned_alloc(BLQ__CACHELINE, sizeof(blq__lane) * BLQ__LANES_MAX);
+	if (ls->lane == NULL)
+		return BLQ_ENOMEM;
+	memset(ls->lane, 0, sizeof(blq__lane) * BLQ__LANES_MAX);
+	ls->capacity = q->capacity;
+	ls->slots = q->capacity < BLQ__LANE_SLOTS ? q->capacity : BLQ__LANE_SLOTS;
+	/* Every lane's ring now, not at its first owner's first enqueue: no
+	 * allocation while items flow (the rings' slots, BLQ__LANES_MAX *
+	 * slots * 64 bytes, are the price: 512 KiB at capacity >= 512). */
+	for (unsigned i = 0; i < BLQ__LANES_MAX; i++)
+		if (blq__ring_init(&ls->lane[i].ring, ls->slots) != 0) {
+			for (unsigned j = 0; j <= i; j++)
+				blq__ring_destroy(&ls->lane[j].ring);
+			free(ls->lane);
+			ls->lane = NULL;
+			return BLQ_ENOMEM;
+		}
+	pthread_once(&key_once, make_key);
+	pthread_mutex_lock(&reg_mu);
+	ls->serial = ++reg_serial;
+	ls->reg_next = reg_head;
+	reg_head = q;
+	pthread_mutex_unlock(&reg_mu);
+	return 0;
+}
+
+void blq__lanes_destroy(blq *q)
+{
+	blq__lanes *ls = &q->lanes;
+
+	if (ls->lane == NULL)
+		return;
+	/* Unlisted first: no exiting thread writes a lane after this. */
+	pthread_mutex_lock(&reg_mu);
+	for (blq **p = &reg_head; *p != NULL; p = &(*p)->lanes.reg_next)
+		if (*p == q) {
+			*p = q->lanes.reg_next;
+			break;
+		}
+	pthread_mutex_unlock(&reg_mu);
+	for (unsigned i = 0; i < BLQ__LANES_MAX; i++)
+		blq__ring_destroy(&ls->lane[i].ring);
+	free(ls->lane);
+	ls->lane = NULL;
+}
+
+/* The first free lane; NULL when all are owned. Lanes are adopted in
+ * index order, so those ever used are [0, made): the workers' scan. */
+static blq__lane *adopt(blq *q)
+{
+	blq__lanes *ls = &q->lanes;
+
+	for (unsigned i = 0; i < BLQ__LANES_MAX; i++) {
+		blq__lane *l = &ls->lane[i];
+		int free_ = 0;
+
+		if (atomic_load_explicit(&l->owned, memory_order_relaxed) != 0 ||
+		    !atomic_compare_exchange_strong_explicit(&l->owned, &free_, 1,
+							     memory_order_acquire,
+							     memory_order_relaxed))
+			continue;
+		unsigned made = atomic_load_explicit(&ls->made, memory_order_relaxed);
+
+		while (made <= i &&
+		       !atomic_compare_exchange_weak_explicit(&ls->made, &made, i + 1,
+							      memory_order_release,
+							      memory_order_relaxed))
+			;
+		return l;
+	}
+	return NULL;
+}
+
+/* Out of line: the first call of a thread into q, or after its table
+ * forgot q, or a thread without a lane looking again. */
+static __attribute__((noinline)) blq__lane *lane_slow(blq *q)
+{
+	const uint64_t serial = q->lanes.serial;
+	lane_ref *r = NULL;
+
+	for (unsigned i = 0; i < BLQ__LANE_REFS; i++)
+		if (refs[i].serial == serial) {
+			r = &refs[i];
+			break;
+		}
+	if (r != NULL && r->lane != NULL)
+		return r->lane;
+	if (r != NULL && r->retry > 0) {
+		r->retry--;
+		return NULL;
+	}
+	if (r == NULL) {
+		/* A new entry: a free one, else the last one's lane goes
+		 * back. Entry 0 stays the queue first fed (the fast look). */
+		for (unsigned i = 0; i < BLQ__LANE_REFS && r == NULL; i++)
+			if (refs[i].serial == 0)
+				r = &refs[i];
+		if (r == NULL) {
+			r = &refs[BLQ__LANE_REFS - 1];
+			pthread_mutex_lock(&reg_mu);
+			give_back(r);
+			pthread_mutex_unlock(&reg_mu);
+		}
+		if (key_ok)
+			pthread_setspecific(exit_key, refs); /* non-NULL: the destructor runs */
+	}
+	r->serial = serial;
+	r->q = q;
+	r->lane = adopt(q);
+	r->retry = r->lane == NULL ? BLQ__LANE_RETRY : 0;
+	return r->lane;
+}
+
+blq__lane *blq__lane_own(blq *q)
+{
+	if (__builtin_expect(refs[0].serial == q->lanes.serial && refs[0].lane != NULL, 1))
+		return refs[0].lane;
+	return lane_slow(q);
+}
+
+uint64_t blq__lanes_reserve(blq *q, uint64_t n)
+{
+	blq__lanes *ls = &q->lanes;
+	uint64_t held = atomic_load_explicit(&ls->held, memory_order_relaxed);
+
+	for (;;) {
+		if (held >= ls->capacity)
+			return 0;
+		uint64_t k = ls->capacity - held < n ? ls->capacity - held : n;
+
+		/* Acquire: a worker releases after its take moved the ring's
+		 * head (seq_cst), so the room this reservation counts on is
+		 * visible to our push. */
+		if (atomic_compare_exchange_weak_explicit(&ls->held, &held, held + k,
+							  memory_order_acquire, memory_order_relaxed))
+			return k;
+	}
+}

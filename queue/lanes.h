@@ -1,0 +1,87 @@
+/*
+ * Lanes: a ring per producer thread, in front of the queue's shared rings,
+ * behind one exact capacity (the rings engine's; QoS keeps its own rings).
+ * Not installed; queue/ only.
+ *
+ * Why: one ring shared by every producer and worker costs a CAS per push
+ * on the tail and one per take on the head, each on a line that crosses
+ * cores (docs/benchmarks.md measured 187-228 ns/item for a plain shared
+ * ring, 35-61 for a ring per producer). A lane has one producer at a time,
+ * its owner, so a push is a plain store of the tail (util/ring.h,
+ * blq__ring_reserve_sp); workers take from it as from any ring (a CAS on
+ * its head), a home lane first (worker index modulo the lanes made), then
+ * the others, then the shared rings.
+ *
+ * Ownership: a thread's first enqueue into a queue adopts a lane (the
+ * first free one of BLQ__LANES_MAX, whose rings blq_new made), and keeps
+ * it until the thread exits (a pthread key's destructor gives it back) or
+ * the queue is freed. A thread that finds no free lane pushes into the
+ * shared rings, as every producer did before lanes, and looks again every
+ * BLQ__LANE_RETRY calls. The thread remembers its lanes in a small
+ * thread-local table keyed by the queue's serial number (never reused, so
+ * a freed queue's entry can never match a new queue at the same address).
+ *
+ * Capacity: `held` counts the items in the lanes and the shared rings,
+ * reserved (a CAS, never above capacity) before an item is pushed and
+ * released after a worker's take has moved it out (the hands are outside
+ * it, as they were outside the rings: at most BLQ__HAND per worker). A
+ * lane's ring is smaller than capacity when capacity is large
+ * (BLQ__LANE_SLOTS); a push that finds its lane full goes to the shared
+ * rings, which hold capacity, so a reservation always finds a slot.
+ *
+ * Order: a producer's items are taken in the order it enqueued them. When
+ * its lane is full it spills into one shared ring (the lane's own, chosen
+ * by index), and keeps pushing there until that ring's head has passed
+ * its last spilled item, so newer items never overtake older ones. A
+ * thread without a lane pushes into one shared ring of its own (by thread
+ * hash) while it has room; with streams > 1, an item that finds that ring
+ * full goes to another, and may start before older ones.
+ */
+#ifndef BLQ_QUEUE_LANES_H
+#define BLQ_QUEUE_LANES_H
+
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cacheline.h"
+#include "item_ring.h"
+
+/* Lanes per queue: producer threads beyond it use the shared rings. */
+#define BLQ__LANES_MAX 16u
+/* A lane's ring: capacity, up to this (64 bytes a slot: 32 KiB). Two
+ * producers' lanes hold a queue of 1024 (W1) without spilling. */
+#define BLQ__LANE_SLOTS 512u
+/* A thread without a lane looks for one again after this many calls. */
+#define BLQ__LANE_RETRY 1024u
+
+typedef struct blq__lane {
+	blq__ring ring; /* its ring: made by its first owner (lanes.c) */
+	/* A thread owns it: CAS 0 -> 1 to adopt (acquire), store 0 to give
+	 * it back (release), which hands the tail and the fields below from
+	 * one owner to the next. On the owner's line, away from the head. */
+	alignas(BLQ__CACHELINE) _Atomic int owned;
+	/* Owner only: spilled items may still sit in shared ring
+	 * spill_ring below position spill_end (spilling: since the lane was
+	 * full). */
+	bool spilling;
+	unsigned spill_ring;
+	uint64_t spill_end;
+} blq__lane;
+
+typedef struct blq__lanes {
+	blq__lane *lane;       /* BLQ__LANES_MAX of them; NULL: no lanes (QoS) */
+	uint64_t slots;        /* each lane's ring */
+	uint64_t serial;       /* this queue's, never reused */
+	struct blq *reg_next;  /* the live queues' list (lanes.c) */
+	_Atomic unsigned made; /* lanes [0, made) were ever adopted (release) */
+	/* Items in the lanes and the shared rings, reserved before a push,
+	 * released after a take: never above `capacity`. Its own line: every
+	 * producer and worker writes it. */
+	alignas(BLQ__CACHELINE) _Atomic uint64_t held;
+	uint64_t capacity;
+} blq__lanes;
+
+#endif
