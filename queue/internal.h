@@ -376,6 +376,9 @@ uint64_t blq__hand_items(const blq *q);
 int blq__lanes_init(blq *q);
 void blq__lanes_destroy(blq *q);
 blq__lane *blq__lane_own(blq *q);
+/* A thread without a lane pushed into shared ring `ring` up to position
+ * end - 1: a lane it adopts later waits for those (lanes.h, "Order"). */
+void blq__lane_note_shared(blq *q, unsigned ring, uint64_t end);
 uint64_t blq__lanes_reserve(blq *q, uint64_t n);
 
 /* engine.c: choosing the engine (the one place that names QoS) and

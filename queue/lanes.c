@@ -34,6 +34,11 @@ typedef struct lane_ref {
 	blq *q;
 	blq__lane *lane; /* NULL: none free when we looked */
 	uint32_t retry;  /* NULL lane: calls left before we look again */
+	/* NULL lane: where our last item went in the shared rings (its
+	 * ring, its position + 1), so that a lane adopted later waits for
+	 * it as for a spill (lanes.h, "Order"). */
+	unsigned last_ring;
+	uint64_t last_end;
 } lane_ref;
 
 static _Thread_local __attribute__((tls_model("initial-exec"))) lane_ref refs[BLQ__LANE_REFS];
@@ -191,7 +196,23 @@ static __attribute__((noinline)) blq__lane *lane_slow(blq *q)
 	r->q = q;
 	r->lane = adopt(q);
 	r->retry = r->lane == NULL ? BLQ__LANE_RETRY : 0;
+	if (r->lane != NULL) {
+		/* Our items in the shared rings, if any, go first. */
+		r->lane->spilling = r->last_end != 0;
+		r->lane->spill_ring = r->last_ring;
+		r->lane->spill_end = r->last_end;
+	}
 	return r->lane;
+}
+
+void blq__lane_note_shared(blq *q, unsigned ring, uint64_t end)
+{
+	for (unsigned i = 0; i < BLQ__LANE_REFS; i++)
+		if (refs[i].serial == q->lanes.serial) {
+			refs[i].last_ring = ring;
+			refs[i].last_end = end;
+			return;
+		}
 }
 
 blq__lane *blq__lane_own(blq *q)

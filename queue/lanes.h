@@ -32,10 +32,17 @@
  * Order: a producer's items are taken in the order it enqueued them. When
  * its lane is full it spills into one shared ring (the lane's own, chosen
  * by index), and keeps pushing there until that ring's head has passed
- * its last spilled item, so newer items never overtake older ones. A
+ * its last spilled item, so newer items never overtake older ones. And a
+ * worker takes from the shared rings only when the lanes were empty at
+ * its look and no spill began since (`spills`, read before the look and
+ * again before its take's CAS): a producer that filled its lane and
+ * spilled while the worker looked would otherwise have its spilled items
+ * taken before its lane's. A
  * thread without a lane pushes into one shared ring of its own (by thread
- * hash) while it has room; with streams > 1, an item that finds that ring
- * full goes to another, and may start before older ones.
+ * hash) while it has room, and when it adopts a lane later (one given
+ * back by an exiting thread), its items still in that ring count as a
+ * spill. With streams > 1, an item that finds its ring full goes to
+ * another, and may start before older ones.
  */
 #ifndef BLQ_QUEUE_LANES_H
 #define BLQ_QUEUE_LANES_H
@@ -77,6 +84,10 @@ typedef struct blq__lanes {
 	uint64_t serial;       /* this queue's, never reused */
 	struct blq *reg_next;  /* the live queues' list (lanes.c) */
 	_Atomic unsigned made; /* lanes [0, made) were ever adopted (release) */
+	/* Spill episodes begun (a lane found full): a worker that takes
+	 * from the shared rings checks it did not move since it looked at
+	 * the lanes (rings.c). Read on every take, written rarely. */
+	_Atomic uint64_t spills;
 	/* Items in the lanes and the shared rings, reserved before a push,
 	 * released after a take: never above `capacity`. Its own line: every
 	 * producer and worker writes it. */

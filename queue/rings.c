@@ -97,6 +97,8 @@ static void push_reserved(blq *q, const blq__item *tmpl, void *const *payloads, 
 		/* No lane: one shared ring of our own while it has room. */
 		done = push_shared(q, q->nrings == 1 ? 0 : blq__thread_cell(q->nrings), tmpl,
 				   payloads, 0, n, &ring, &end);
+		if (done > 0)
+			blq__lane_note_shared(q, ring, end);
 		goto check;
 	}
 	if (!l->spilling || spill_over(q, l)) {
@@ -110,6 +112,9 @@ static void push_reserved(blq *q, const blq__item *tmpl, void *const *payloads, 
 		if (done == n)
 			return;
 		l->spill_ring = (unsigned)(l - q->lanes.lane) % q->nrings;
+		/* A spill begins: after the lane's items, before the shared
+		 * ones (lanes.h, "Order"). */
+		atomic_fetch_add_explicit(&q->lanes.spills, 1, memory_order_seq_cst);
 	}
 	/* The lane is full, or older items of ours still wait in the
 	 * shared ring: after them. */
@@ -181,23 +186,46 @@ static bool pop_counted(blq *q, blq__ring *r, blq__item *out)
 	return true;
 }
 
+/* The spill count a worker's look at the lanes starts from, and whether
+ * it is still that (nothing to guard without lanes). */
+static uint64_t spills_now(const blq *q)
+{
+	return atomic_load_explicit(&q->lanes.spills, memory_order_acquire);
+}
+
+/* One item from a shared ring, when no spill began since `seen`. */
+static bool pop_shared(blq *q, blq__ring *r, uint64_t seen, blq__item *out)
+{
+	if (!lanes_on(q))
+		return blq__ring_pop(r, out);
+	if (blq__ring_take_if(r, out, 1, &q->lanes.spills, seen) != 1)
+		return false;
+	release_held(q, 1);
+	return true;
+}
+
 bool blq__pop_rings(blq *q, unsigned home, blq__item *out)
 {
 	unsigned n = q->nrings;
 
-	if (lanes_on(q)) {
-		unsigned made = atomic_load_explicit(&q->lanes.made, memory_order_acquire);
+	for (;;) {
+		uint64_t seen = 0;
 
-		for (unsigned i = 0; i < made; i++)
-			if (pop_counted(q, &q->lanes.lane[(home + i) % made].ring, out))
+		if (lanes_on(q)) {
+			unsigned made = atomic_load_explicit(&q->lanes.made, memory_order_acquire);
+
+			seen = spills_now(q);
+			for (unsigned i = 0; i < made; i++)
+				if (pop_counted(q, &q->lanes.lane[(home + i) % made].ring, out))
+					return true;
+		}
+		for (unsigned i = 0; i < n; i++)
+			if (pop_shared(q, &q->rings[(home + i) % n], seen, out))
 				return true;
+		/* Empty, unless a spill began while we looked: look again. */
+		if (!lanes_on(q) || spills_now(q) == seen)
+			return false;
 	}
-	if (n == 1)
-		return pop_counted(q, &q->rings[0], out);
-	for (unsigned i = 0; i < n; i++)
-		if (pop_counted(q, &q->rings[(home + i) % n], out))
-			return true;
-	return false;
 }
 
 bool blq__pop_oldest_own(blq *q, blq__item *out)
@@ -214,12 +242,13 @@ bool blq__pop_oldest_own(blq *q, blq__item *out)
  * tail's line moves to the producers' cores with every push, and reading
  * it was 44% of blq__take_ahead's samples on W1-BATCH (perf record); the
  * slot is one this worker is about to take. */
-static unsigned take_deep(blq *q, blq__ring *r, blq__item *out, unsigned max)
+static unsigned take_deep(blq *q, blq__ring *r, blq__item *out, unsigned max,
+			  const _Atomic uint64_t *guard, uint64_t seen)
 {
 	if (!blq__ring_holds(r, atomic_load_explicit(&r->head, memory_order_relaxed) +
 					2 * (uint64_t)max - 1))
 		return 0;
-	unsigned k = (unsigned)blq__ring_take(r, out, max);
+	unsigned k = (unsigned)blq__ring_take_if(r, out, max, guard, seen);
 
 	if (k > 0 && lanes_on(q))
 		release_held(q, k);
@@ -235,14 +264,24 @@ unsigned blq__take_ahead(blq *q, unsigned home, blq__item *out, unsigned max)
 	 * items; and a shallow ring is left to the other workers. */
 	if (due != NULL && blq__ring_size(due) != 0)
 		return 0;
-	if (lanes_on(q)) {
-		unsigned made = atomic_load_explicit(&q->lanes.made, memory_order_acquire);
+	if (!lanes_on(q))
+		return take_deep(q, &q->rings[home % q->nrings], out, max, NULL, 0);
 
-		for (unsigned i = 0; i < made; i++)
-			if ((k = take_deep(q, &q->lanes.lane[(home + i) % made].ring, out, max)) > 0)
-				return k;
+	unsigned made = atomic_load_explicit(&q->lanes.made, memory_order_acquire);
+	uint64_t seen = spills_now(q);
+
+	for (unsigned i = 0; i < made; i++) {
+		blq__ring *r = &q->lanes.lane[(home + i) % made].ring;
+
+		if ((k = take_deep(q, r, out, max, NULL, 0)) > 0)
+			return k;
+		/* A lane's last items come before a hand of the shared
+		 * rings: they may be older items of the producer whose newer
+		 * ones spilled there. */
+		if (blq__ring_nonempty(r))
+			return 0;
 	}
-	return take_deep(q, &q->rings[home % q->nrings], out, max);
+	return take_deep(q, &q->rings[home % q->nrings], out, max, &q->lanes.spills, seen);
 }
 
 bool blq__core_push(blq *q, const blq__item *it, unsigned *cursor)

@@ -275,8 +275,11 @@ static inline bool blq__ring_push(blq__ring *r, const BLQ__RING_ITEM *it)
  * The items are copied out before the CAS, and the CAS is what frees
  * their slots: a producer refills a slot only once it has seen the head
  * past it. A lost CAS means another consumer took them first (the copy is
- * dropped, and may have been torn by a refill: never used). */
-static inline uint64_t blq__ring_take(blq__ring *r, BLQ__RING_ITEM *out, uint64_t n)
+ * dropped, and may have been torn by a refill: never used).
+ * blq__ring_take_if takes nothing (returns 0) when *guard, read after the
+ * copy, no longer equals expect; blq__ring_take has no guard. */
+static inline uint64_t blq__ring_take_if(blq__ring *r, BLQ__RING_ITEM *out, uint64_t n,
+					 const _Atomic uint64_t *guard, uint64_t expect)
 {
 	uint64_t pos = atomic_load_explicit(&r->head, memory_order_relaxed);
 
@@ -314,6 +317,10 @@ static inline uint64_t blq__ring_take(blq__ring *r, BLQ__RING_ITEM *out, uint64_
 				return 0;
 			continue;
 		}
+		/* The caller's guard moved while we copied: take nothing
+		 * (queue/rings.c, the lanes' spills). */
+		if (guard != NULL && atomic_load_explicit(guard, memory_order_acquire) != expect)
+			return 0;
 		/* seq_cst: frees the slots (release: our reads of them come
 		 * first) and is the StoreLoad barrier before a waker reads the
 		 * producers' waiters (ec.h). */
@@ -321,6 +328,11 @@ static inline uint64_t blq__ring_take(blq__ring *r, BLQ__RING_ITEM *out, uint64_
 							  memory_order_seq_cst, memory_order_relaxed))
 			return k;
 	}
+}
+
+static inline uint64_t blq__ring_take(blq__ring *r, BLQ__RING_ITEM *out, uint64_t n)
+{
+	return blq__ring_take_if(r, out, n, NULL, 0);
 }
 
 /* Moves the oldest item into *out. False when empty (or when the oldest
@@ -340,6 +352,27 @@ static inline bool blq__ring_holds(const blq__ring *r, uint64_t pos)
 	blq__ring_cursor c = blq__ring_at(r, pos);
 
 	return atomic_load_explicit(&blq__ring_next(&c)->seq, memory_order_relaxed) == 2 * pos + 1;
+}
+
+/* Whether the ring holds a published item at its head now: a hint, stale
+ * by the time it returns, but never "empty" for a ring that held an item
+ * all along (a stale head whose slot a later lap refilled is read again,
+ * as blq__ring_take does). blq__ring_holds can say "no" for that. */
+static inline bool blq__ring_nonempty(blq__ring *r)
+{
+	uint64_t pos = atomic_load_explicit(&r->head, memory_order_relaxed);
+
+	for (;;) {
+		blq__ring_cursor c = blq__ring_at(r, pos);
+		int64_t diff = (int64_t)(atomic_load_explicit(&blq__ring_next(&c)->seq,
+							       memory_order_acquire) -
+					 (2 * pos + 1));
+
+		if (diff == 0)
+			return true;
+		if (diff < 0 || !blq__ring_moved(&r->head, &pos))
+			return false;
+	}
 }
 
 /* Items in the ring, clamped to [0, cap]; exact only when quiescent. */

@@ -14,9 +14,13 @@
  *
  * A plain program (Criterion aborts under TSan): prints its own
  * "N passed, N failed" line and exits non-zero on any failure.
- * Usage: queue_stress [rounds] [items-per-producer] [min-capacity]
+ * Usage: queue_stress [rounds] [items-per-producer] [min-capacity] [producers]
  * A min-capacity of 256 or more (the ctest queue_stress_deep) keeps the
  * rings deep enough for workers to take ahead (worker.c) in every round.
+ * More producers than a queue has lanes (queue/lanes.h: 16; the ctest
+ * queue_stress_lanes runs 40) put some of them on the shared rings while
+ * the others own lanes, and capacities above a lane's ring make lanes
+ * spill: the order check covers both.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -30,7 +34,7 @@
 
 #include "stress_util.h"
 
-#define PRODUCERS 4
+#define MAX_PRODUCERS 64
 #define WORKERS 4
 #define MAGIC_LIVE 0xdeadu
 #define MAGIC_TAKEN 0xbeefu
@@ -46,14 +50,14 @@ typedef struct item {
 
 typedef struct round_ctx {
 	blq *q;
-	item *items; /* PRODUCERS * per */
+	item *items; /* g_producers * per */
 	uint64_t per;
 	unsigned fail_pct;
 	_Atomic bool dlq_refuses;
 	_Atomic bool closing; /* raised just before the close starts */
 	_Atomic uint64_t dlq_got;
 	/* last sequence seen per worker and producer: FIFO check (streams 1) */
-	uint64_t last_seq[WORKERS][PRODUCERS];
+	uint64_t last_seq[WORKERS][MAX_PRODUCERS];
 	bool check_order;
 	_Atomic unsigned errors;
 	_Atomic uint64_t accepted;
@@ -62,6 +66,7 @@ typedef struct round_ctx {
 
 static round_ctx *g_round; /* item_free has no context argument */
 static unsigned g_min_capacity = 16;
+static unsigned g_producers = 4;
 
 static void fail_check(round_ctx *r, const char *what, const item *it)
 {
@@ -209,7 +214,7 @@ static int run_round(unsigned round, uint64_t per)
 
 	r->per = per;
 	r->seed = seed;
-	r->items = calloc(PRODUCERS * per, sizeof(item));
+	r->items = calloc(g_producers * per, sizeof(item));
 	r->fail_pct = rand_r(&seed) % 20;
 	g_round = r;
 
@@ -233,9 +238,9 @@ static int run_round(unsigned round, uint64_t per)
 		return 1;
 	}
 
-	pthread_t t[PRODUCERS];
-	producer_arg args[PRODUCERS];
-	for (unsigned i = 0; i < PRODUCERS; i++) {
+	pthread_t t[MAX_PRODUCERS];
+	producer_arg args[MAX_PRODUCERS];
+	for (unsigned i = 0; i < g_producers; i++) {
 		args[i] = (producer_arg){r, i};
 		pthread_create(&t[i], NULL, producer, &args[i]);
 	}
@@ -246,7 +251,7 @@ static int run_round(unsigned round, uint64_t per)
 		atomic_store(&r->dlq_refuses, true);
 	atomic_store(&r->closing, true);
 	const char *how = stress_close(r->q, closing, &seed);
-	for (unsigned i = 0; i < PRODUCERS; i++)
+	for (unsigned i = 0; i < g_producers; i++)
 		pthread_join(t[i], NULL);
 
 	struct blq_stats s;
@@ -263,7 +268,7 @@ static int run_round(unsigned round, uint64_t per)
 			round, s.leaked, atomic_load(&r->dlq_got));
 		atomic_fetch_add(&r->errors, 1);
 	}
-	for (uint64_t i = 0; i < PRODUCERS * per; i++) {
+	for (uint64_t i = 0; i < g_producers * per; i++) {
 		item *it = &r->items[i];
 		int want = it->accepted ? 1 : 0;
 
@@ -289,5 +294,7 @@ int main(int argc, char **argv)
 {
 	if (argc > 3 && atoi(argv[3]) > 0)
 		g_min_capacity = (unsigned)atoi(argv[3]);
+	if (argc > 4 && atoi(argv[4]) > 0 && atoi(argv[4]) <= MAX_PRODUCERS)
+		g_producers = (unsigned)atoi(argv[4]);
 	return stress_main(argc, argv, 20, 20000, run_round);
 }
