@@ -76,6 +76,57 @@ function(blq_sanitize target)
   endif()
 endfunction()
 
+# blq_criterion_one_timeout(<test> <sources...>)
+# A Criterion test program may set one timeout only: every `.timeout = N`
+# in its sources (TestSuite or Test, comments included) must be the same
+# N, or 0; else the configure step stops. Why: Criterion 2.4.1 keeps each
+# running case's timeout in BoxFort's list of deadlines, sorted, and
+# BoxFort 0.1.2's bxfi_push_timeout (src/timeout-posix.c, statically
+# linked into libcriterion.so.3) inserts a deadline earlier than one in
+# the list with `*nptr = req` and never sets req->next, so every request
+# after that point falls off the list. Such a request is never freed (nor
+# enforced: that case can no longer time out), and LeakSanitizer reports
+# the runner's 48-byte calloc from bxfi_push_timeout at exit, after a run
+# whose cases all passed. A case with a longer timeout running beside
+# (--jobs 2) a later case with a shorter one is all it takes:
+# balancer_test (suite 20 s, steady_load_does_not_flap 30 s) failed 46 of
+# 50 ASan runs so. With one timeout per program the deadlines come in the
+# order they are pushed (one runner thread, now + N), each goes to the end
+# of the list, and nothing is lost. No LeakSanitizer suppression can
+# single out that frame: libcriterion.so.3 is stripped, the report names
+# only "libcriterion.so.3+0x1a332", and a suppression matching the module
+# hides every leak of every case (tests/asan_leak_guard.c).
+function(blq_criterion_one_timeout test)
+  set(values "")
+  foreach(src ${ARGN})
+    if(NOT IS_ABSOLUTE "${src}")
+      set(src "${CMAKE_CURRENT_SOURCE_DIR}/${src}")
+    endif()
+    if(NOT EXISTS "${src}")
+      continue()
+    endif()
+    file(STRINGS "${src}" lines REGEX "\\.timeout[ \t]*=")
+    foreach(line ${lines})
+      string(REGEX MATCHALL "\\.timeout[ \t]*=[ \t]*[0-9.]+" found "${line}")
+      foreach(f ${found})
+        string(REGEX REPLACE ".*=[ \t]*" "" v "${f}")
+        if(NOT v MATCHES "^0*(\\.0*)?$")
+          list(APPEND values "${v}")
+        endif()
+      endforeach()
+    endforeach()
+  endforeach()
+  list(REMOVE_DUPLICATES values)
+  list(LENGTH values n)
+  if(n GREATER 1)
+    string(REPLACE ";" ", " shown "${values}")
+    message(FATAL_ERROR "${test}: Criterion timeouts ${shown} in one program; give its suites "
+      "and cases one timeout (a longer case beside a shorter one loses BoxFort's timeout "
+      "requests: a 48-byte leak under ASan and a timeout never enforced; "
+      "cmake/blq_helpers.cmake, blq_criterion_one_timeout)")
+  endif()
+endfunction()
+
 # blq_test(NAME <name> SOURCES <files...> [CRITERION] [TIMEOUT <s>] [ARGS <args...>])
 # Registers a test with a TIMEOUT, so a deadlock fails instead of hanging.
 # CRITERION suites in TSan builds: Criterion 2.4.1 aborts under
@@ -104,6 +155,9 @@ function(blq_test)
   target_compile_definitions(${T_NAME} PRIVATE _GNU_SOURCE)
   blq_warnings(${T_NAME})
   blq_sanitize(${T_NAME})
+  if(T_CRITERION)
+    blq_criterion_one_timeout(${T_NAME} ${T_SOURCES})
+  endif()
   if(T_CRITERION AND NOT shim)
     target_link_libraries(${T_NAME} PRIVATE PkgConfig::CRITERION)
     # --jobs 2: the machine has two cores; each test runs in its own process.
