@@ -3,11 +3,12 @@
  * and takes are the rings' (rings.c).
  *
  * A thread finds its lane of a queue in a thread-local table of
- * BLQ__LANE_REFS entries, the queue's serial number the key: the first
- * entry is compared first (a thread feeding one queue pays one compare).
- * A miss adopts a lane (lanes.h, "Ownership") and takes an entry; when
- * the table is full, its last entry's lane is given back first (a thread
- * feeding more queues than that may lose its order across the switch).
+ * BLQ__LANE_REFS entries, the queue's serial number the key, most
+ * recently used first: the first entry is compared first (a thread
+ * feeding one queue pays one compare). A miss adopts a lane (lanes.h,
+ * "Ownership") into a new first entry, and the last entry's lane is
+ * given back (a thread feeding more queues than that by turns may lose
+ * its order when it comes back to one and adopts another lane).
  *
  * Giving back: when the thread exits (a pthread key's destructor walks the
  * table), and on eviction. The queue may be gone by then, so both look
@@ -168,7 +169,13 @@ static __attribute__((noinline)) blq__lane *lane_slow(blq *q)
 
 	for (unsigned i = 0; i < BLQ__LANE_REFS; i++)
 		if (refs[i].serial == serial) {
-			r = &refs[i];
+			/* To the front: the fast look finds it next time, and
+			 * the table's end holds the least recently used. */
+			lane_ref hit = refs[i];
+
+			memmove(&refs[1], &refs[0], i * sizeof(refs[0]));
+			refs[0] = hit;
+			r = &refs[0];
 			break;
 		}
 	if (r != NULL && r->lane != NULL)
@@ -178,17 +185,15 @@ static __attribute__((noinline)) blq__lane *lane_slow(blq *q)
 		return NULL;
 	}
 	if (r == NULL) {
-		/* A new entry: a free one, else the last one's lane goes
-		 * back. Entry 0 stays the queue first fed (the fast look). */
-		for (unsigned i = 0; i < BLQ__LANE_REFS && r == NULL; i++)
-			if (refs[i].serial == 0)
-				r = &refs[i];
-		if (r == NULL) {
-			r = &refs[BLQ__LANE_REFS - 1];
-			pthread_mutex_lock(&reg_mu);
-			give_back(r);
-			pthread_mutex_unlock(&reg_mu);
-		}
+		/* A new entry, at the front: the last one's lane goes back
+		 * (a free entry's give_back does nothing), the others move
+		 * down one. */
+		pthread_mutex_lock(&reg_mu);
+		give_back(&refs[BLQ__LANE_REFS - 1]);
+		pthread_mutex_unlock(&reg_mu);
+		memmove(&refs[1], &refs[0], (BLQ__LANE_REFS - 1) * sizeof(refs[0]));
+		r = &refs[0];
+		memset(r, 0, sizeof(*r));
 		if (key_ok)
 			pthread_setspecific(exit_key, refs); /* non-NULL: the destructor runs */
 	}

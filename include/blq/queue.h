@@ -150,10 +150,17 @@ typedef struct blq_config {
 	/** Items the queue holds, exactly (not rounded). Required, >= 1;
 	 * with qos, 0 or the sum of the sub-queues and the egress. */
 	size_t capacity;
-	/** Shards the buffer into this many rings, like the original's pfifo,
-	 * to spread contention. Default 1; 1..capacity. Each ring holds
-	 * capacity/streams items (the first capacity % streams hold one more).
-	 * With qos: 0 (set qos->egress.streams instead). */
+	/** The shared rings: this many, like the original's pfifo. Default
+	 * 1; 1..capacity. Each holds capacity/streams items (the first
+	 * capacity % streams hold one more). Since 0.5 each producer thread
+	 * has a lane of its own (a ring only it pushes to; up to 16 per
+	 * queue, blq_enqueue says more), so the shared rings carry what the
+	 * lanes do not: the items of producers beyond the 16th, a full lane's
+	 * overflow, retries without a delay, a full due ring's items. The
+	 * capacity stays one exact bound over lanes and shared rings
+	 * together. With streams > 1 an overflowing item may start before
+	 * older items of its producer. With qos: 0 (set qos->egress.streams
+	 * instead). */
 	unsigned streams;
 	/** Priority sub-queues (qos.h); copied at creation. Optional. */
 	const blq_qos_config *qos;
@@ -421,6 +428,16 @@ BLQ_API blq *blq_new(const blq_config *cfg, blq_error *err);
  * \threadsafety Any number of threads at once; also from workers (on a
  * full queue without a DLQ a worker waits like any producer, for the other
  * workers to make room).
+ *
+ * Order: each producer thread's items start in the order it enqueued
+ * them (with streams 1, the default; a worker never runs a producer's
+ * item before an older one of the same producer); there is no order
+ * between producers. Each thread's first enqueue into a queue gives it a
+ * lane, a ring only it pushes to (no atomic read-modify-write on the
+ * push), which it keeps until it exits; beyond 16 producer threads, the
+ * others share the queue's rings. A front leak drops the oldest item of
+ * the leaking thread's own lane, or, when its lane is empty, the first
+ * found from the other lanes and the shared rings.
  */
 BLQ_API int blq_enqueue(blq *q, void *payload);
 
