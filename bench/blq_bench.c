@@ -745,9 +745,9 @@ int main(int argc, char **argv)
 		       blq_glib = blq_only | (1u << SYS_GLIB);
 	/* --only S[,S...]: of the systems --compare would run, those alone:
 	 * one per process for perf stat, or side by side without one that
-	 * cannot finish on this host (the ck ring under W1-MANY's 64
-	 * producers: its MPMC push spins, never yielding, for a preempted
-	 * predecessor to publish). Workloads that are blq's alone (paired,
+	 * does not always finish on this host (the ck ring under W1-MANY's
+	 * 64 producers: its MPMC push spins, never yielding, for a preempted
+	 * earlier producer to publish). Workloads that are blq's alone (paired,
 	 * batch, idle, dumps) run only when blq is among them. */
 	const unsigned only_mask = only ? only : ~0u;
 	const bool blq_runs = (only_mask & blq_only) != 0;
