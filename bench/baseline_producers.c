@@ -52,6 +52,12 @@ int bench_producers_start(bench_producers *p, const bench_shape *s,
 {
 	unsigned n = s->producers;
 
+	/* Each thread pushes items / producers payloads: with many producers
+	 * (W1-MANY's 64) a count that does not divide would leave payloads
+	 * unpushed and the systems that wait for every payload (the ck ring's
+	 * consumers) waiting forever; the driver rounds the count down. */
+	if (n == 0 || s->items % n != 0)
+		return -1;
 	p->shape = s;
 	p->push = push;
 	p->push_batch = NULL; /* a system with one sets it before the release */
@@ -63,6 +69,8 @@ int bench_producers_start(bench_producers *p, const bench_shape *s,
 		free(p->args);
 		return -1;
 	}
+	/* All n threads (64 for W1-MANY) exist and wait on the barrier before
+	 * bench_producers_go takes start_ns: their creation is never timed. */
 	pthread_barrier_init(&p->go, NULL, n + 1);
 	for (unsigned i = 0; i < n; i++) {
 		p->args[i] = (struct bench_producer_arg){p, i};

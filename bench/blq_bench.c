@@ -236,9 +236,10 @@ static void print_line(const char *wl, int sys, result *r, double blq_ns, int ex
 	}
 	if (extra & EXTRA_WALL)
 		printf(" wall_s=%.3f", ns * items / 1e9);
-	if (sys != SYS_BLQ)
-		printf(" blq_ratio=%.3f", blq_ns / ns);
-	else if (more != NULL)
+	if (sys != SYS_BLQ) {
+		if (blq_ns > 0) /* 0: blq not run (--only) */
+			printf(" blq_ratio=%.3f", blq_ns / ns);
+	} else if (more != NULL)
 		printf(" %s", more);
 	printf(" rounds=%u\n", r->n);
 	fflush(stdout);
@@ -252,6 +253,10 @@ static double workload(const char *name, bench_shape *s, const bench_shape *othe
 {
 	result res[SYS_COUNT];
 
+	if (mask == 0) { /* --only names a system this workload lacks */
+		printf("# %s: no such system here (--only)\n", name);
+		return 0;
+	}
 	memset(res, 0, sizeof(res));
 	for (unsigned round = 0; round < rounds; round++) {
 		for (int sys = 0; sys < SYS_COUNT; sys++) {
@@ -270,7 +275,7 @@ static double workload(const char *name, bench_shape *s, const bench_shape *othe
 			r->n++;
 		}
 	}
-	double blq_ns = median(res[SYS_BLQ].ns, res[SYS_BLQ].n);
+	double blq_ns = res[SYS_BLQ].n ? median(res[SYS_BLQ].ns, res[SYS_BLQ].n) : 0;
 	for (int sys = 0; sys < SYS_COUNT; sys++)
 		if (mask & (1u << sys))
 			print_line(name, sys, &res[sys], blq_ns, extra, (double)s->items, more);
@@ -416,6 +421,71 @@ static int w1_batch(size_t items, unsigned rounds, const blq_config *fixed)
 	return 0;
 }
 
+/*
+ * W1-MANY: W1's items, task, capacity and 2 workers, pushed by 64 producer
+ * threads instead of 2 (each its items / 64 share): more producers than a
+ * queue can give a lane each (issue #33). Every system of W1 and the floor
+ * run round-robin as in workload(); blq's plain W1 runs just before its
+ * W1-MANY in each round, so w1_ratio (median of the per-round ratios
+ * W1-MANY / W1) compares two runs in the same regime of the host, as
+ * paired_ratio does. The producers are the shared harness's
+ * (baseline_producers.c), for blq and every baseline alike.
+ */
+#define W1_MANY_PRODUCERS 64
+
+static int w1_many(size_t items, unsigned rounds, const blq_config *fixed, unsigned mask)
+{
+	size_t n = items ? items : 2000000;
+	bench_shape s = {.producers = W1_MANY_PRODUCERS, .workers = 2,
+			 .items = n - n % W1_MANY_PRODUCERS, /* equal shares */
+			 .capacity = 1024, .task = tiny_task};
+	bench_shape w1 = s;
+	double w1_ns[64], ratio[64], a;
+	result res[SYS_COUNT];
+
+	w1.producers = 2; /* plain W1, with the same item count */
+	if (mask == 0 || s.items == 0) {
+		printf("# W1-MANY: no such system here (--only), or too few items\n");
+		return 0;
+	}
+	memset(res, 0, sizeof(res));
+	for (unsigned round = 0; round < rounds; round++)
+		for (int sys = 0; sys < SYS_COUNT; sys++) {
+			result *r = &res[sys];
+
+			if (!(mask & (1u << sys)))
+				continue;
+			if ((sys == SYS_BLQ && run_one(SYS_BLQ, &w1, fixed, &w1_ns[r->n], &a) != 0) ||
+			    run_one(sys, &s, fixed, &r->ns[r->n], &r->allocs[r->n]) != 0) {
+				fprintf(stderr, "blq-bench: W1-MANY on %s failed to start\n",
+					sys_names[sys]);
+				return -1;
+			}
+			if (sys == SYS_BLQ)
+				ratio[r->n] = r->ns[r->n] / w1_ns[r->n];
+			r->n++;
+		}
+	result *b = &res[SYS_BLQ];
+	double blq_ns = b->n ? median(b->ns, b->n) : 0;
+	char more[128];
+	snprintf(more, sizeof(more), "producers=%u", s.producers);
+	if (b->n) {
+		double best = b->ns[0], best_w1 = w1_ns[0];
+		for (unsigned r = 1; r < b->n; r++) {
+			best = b->ns[r] < best ? b->ns[r] : best;
+			best_w1 = w1_ns[r] < best_w1 ? w1_ns[r] : best_w1;
+		}
+		snprintf(more, sizeof(more),
+			 "producers=%u w1_ns_per_item=%.1f w1_ratio=%.3f w1_best_ratio=%.3f",
+			 s.producers, median(w1_ns, b->n), median(ratio, b->n), best / best_w1);
+	}
+	for (int sys = 0; sys < SYS_COUNT; sys++)
+		if (mask & (1u << sys))
+			print_line("W1-MANY", sys, &res[sys], blq_ns, EXTRA_NONE, (double)s.items,
+				   more);
+	return 0;
+}
+
 /* W1-SELF: plain W1 paired with itself, the control for the paired
  * ratios: how far this machine moves a ratio whose true value is 1. */
 static int w1_self(size_t items, unsigned rounds)
@@ -486,8 +556,8 @@ static int w1_prom(size_t items, unsigned rounds)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: blq-bench [--compare] [--rounds N] [--items N] [--redis HOST:PORT]\n"
-		"                 [WORKLOAD...]\n"
+		"usage: blq-bench [--compare] [--only SYSTEM] [--rounds N] [--items N]\n"
+		"                 [--redis HOST:PORT] [WORKLOAD...]\n"
 		"\n"
 		"Workloads (default: all):\n"
 		"  W1   tiny tasks: 2 producers, 2,000,000 items, capacity 1024,\n"
@@ -495,6 +565,10 @@ static void usage(FILE *f)
 		"  W1-NOISY  W1 on a busy host: one CPU-bound thread per core (nice 0)\n"
 		"       spins beside it for the whole run (noise_threads=); --compare\n"
 		"       adds the floor under the same noise (line BENCH W1-NOISY floor)\n"
+		"  W1-MANY  W1 from 64 producer threads (items / 64 each; --items is\n"
+		"       rounded down to a multiple of 64); blq's plain W1 runs just before\n"
+		"       it each round: w1_ratio = median of the round ratios W1-MANY / W1;\n"
+		"       --compare adds GLib, the mutex pool, the ck ring and the floor\n"
 		"  W1-BATCH  W1 with the producers handing over 32 items per call\n"
 		"       (blq_enqueue_batch), each round beside the floor: the task body\n"
 		"       alone on one thread per CPU (line BENCH W1 floor); floor_ratio\n"
@@ -527,9 +601,16 @@ static void usage(FILE *f)
 		"Options:\n"
 		"  --compare   also run the other systems round-robin with blq and print\n"
 		"              blq_ratio (blq ns/item divided by the other system's):\n"
-		"              W1, W3: GLib GThreadPool, a mutex+condvar pool, a raw ck_ring\n"
+		"              W1, W3, W1-MANY: GLib GThreadPool, a mutex+condvar pool, a raw\n"
+		"              ck_ring\n"
+		"  --only SYSTEM[,SYSTEM...]  run only these (blq, glib, mutex, ckring,\n"
+		"              floor) of the systems --compare would run, round-robin: one\n"
+		"              per process for perf stat, or all but one; a workload with\n"
+		"              none of them prints a # line; blq's paired, batch, idle and\n"
+		"              dump workloads run only when blq is listed\n"
 		"  --rounds N  rounds per system; lines give the median (default 5)\n"
-		"  --items N   override the item count of W1, W2, W3, DUMP-* and RESTORE-*\n"
+		"  --items N   override the item count of W1, W2, W3, W1-MANY, DUMP-* and\n"
+		"              RESTORE-*\n"
 		"  --redis HOST:PORT  the server for DUMP-REDIS and RESTORE-REDIS (run\n"
 		"              only when given)\n"
 		"  --help      this text\n"
@@ -537,8 +618,9 @@ static void usage(FILE *f)
 		"Output: BENCH <workload> <system> ns_per_item=.. items_per_s=..\n"
 		"        allocs_per_item=.. [p50_us=.. p90_us=.. p99_us=.. p999_us=..]\n"
 		"        [wall_s=..] [blq_ratio=..] rounds=..\n"
-		"        W2-VS-W1, W1-PROM, W1-QOS, W1-SELF and RETRY add w1_ns_per_item=..\n"
-		"        w1_ratio=.. w1_best_ratio=.. (fastest round over fastest round)\n"
+		"        W2-VS-W1, W1-PROM, W1-QOS, W1-SELF, RETRY and W1-MANY's blq line add\n"
+		"        w1_ns_per_item=.. w1_ratio=.. w1_best_ratio=.. (fastest round over\n"
+		"        fastest round); W1-MANY's blq line also producers=..\n"
 		"        IDLE-*: BENCH IDLE-.. blq cpu_pct=.. (percent of one core)\n");
 }
 
@@ -550,20 +632,22 @@ int main(int argc, char **argv)
 		{"items", required_argument, NULL, 'i'},
 		{"help", no_argument, NULL, 'h'},
 		{"redis", required_argument, NULL, 'R'},
+		{"only", required_argument, NULL, 'o'},
 		{NULL, 0, NULL, 0},
 	};
 	static const char *const names[] = {"W1",	"W2",	  "W3",	      "W4",
 					    "IDLE-BALANCED", "W1-PROM", "W1-QOS", "IDLE-QOS",
 					    "RETRY",	"DUMP-FS", "DUMP-REDIS", "W1-SELF",
-					    "RESTORE-REDIS", "W1-NOISY", "W1-BATCH"};
+					    "RESTORE-REDIS", "W1-NOISY", "W1-BATCH", "W1-MANY"};
 	enum { W1, W2, W3, W4, IDLE, W1PROM, W1QOS, IDLEQOS, RETRY, DUMPFS, DUMPREDIS, W1SELF,
-	       RESTOREREDIS, W1NOISY, W1BATCH, NWL };
+	       RESTOREREDIS, W1NOISY, W1BATCH, W1MANY, NWL };
 	char redis_host[256] = "";
 	int redis_port = 0;
 	bool compare = false, want[NWL] = {false};
 	unsigned rounds = 5;
 	size_t items = 0;
 	int c;
+	unsigned only = 0; /* --only: a mask of systems, 0 when not given */
 
 	/* A child of RESTORE-REDIS (bench_restore.c), before anything else. */
 	if (argc > 1 && strcmp(argv[1], "--restore-child") == 0)
@@ -604,6 +688,25 @@ int main(int argc, char **argv)
 				 optarg);
 			break;
 		}
+		case 'o':
+			for (char *tok = strtok(optarg, ","); tok != NULL; tok = strtok(NULL, ",")) {
+				int k = SYS_COUNT;
+
+				while (--k >= 0 && strcmp(tok, sys_names[k]) != 0)
+					;
+				if (k < 0) {
+					fprintf(stderr, "blq-bench: --only: want blq, glib, mutex, "
+							"ckring or floor (comma-separated), got '%s'\n",
+						tok);
+					return 2;
+				}
+				only |= 1u << k;
+			}
+			if (only == 0) {
+				fprintf(stderr, "blq-bench: --only: no system given\n");
+				return 2;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -629,17 +732,32 @@ int main(int argc, char **argv)
 			want[j] = true;
 
 	calibrate();
-	printf("# blq-bench: task body %u spin iterations (~50 ns), %u rounds%s\n", spin_iters,
-	       rounds, compare ? ", compare" : "");
+	printf("# blq-bench: task body %u spin iterations (~50 ns), %u rounds%s", spin_iters, rounds,
+	       compare ? ", compare" : "");
+	for (int k = 0, first = 1; k < SYS_COUNT; k++)
+		if (only & (1u << k)) {
+			printf("%s%s", first ? ", only " : ",", sys_names[k]);
+			first = 0;
+		}
+	printf("\n");
 	/* all: every queue (the floor only where a workload asks for it). */
 	const unsigned all = (1u << SYS_FLOOR) - 1, blq_only = 1u << SYS_BLQ,
 		       blq_glib = blq_only | (1u << SYS_GLIB);
+	/* --only S[,S...]: of the systems --compare would run, those alone:
+	 * one per process for perf stat, or side by side without one that
+	 * does not always finish on this host (the ck ring under W1-MANY's
+	 * 64 producers: its MPMC push spins, never yielding, for a preempted
+	 * earlier producer to publish). Workloads that are blq's alone (paired,
+	 * batch, idle, dumps) run only when blq is among them. */
+	const unsigned only_mask = only ? only : ~0u;
+	const bool blq_runs = (only_mask & blq_only) != 0;
+#define SYSTEMS(cmp) ((compare || only ? (cmp) : blq_only) & only_mask)
 	blq_config fixed = {.name = "bench"};
 	blq_config balanced = {.name = "bench", .workers_min = 1, .workers_max = 8};
 	if (want[W1]) {
 		bench_shape s = {.producers = 2, .workers = 2, .items = items ? items : 2000000,
 				 .capacity = 1024, .task = tiny_task};
-		if (workload("W1", &s, &s, &fixed, compare ? all : blq_only, rounds, EXTRA_NONE,
+		if (workload("W1", &s, &s, &fixed, SYSTEMS(all), rounds, EXTRA_NONE,
 			     NULL) < 0)
 			return 1;
 	}
@@ -658,24 +776,30 @@ int main(int argc, char **argv)
 		char more[32];
 		snprintf(more, sizeof(more), "noise_threads=%d", n);
 		double r = workload("W1-NOISY", &s, &s, &fixed,
-				    compare ? all | (1u << SYS_FLOOR) : blq_only, rounds, EXTRA_NONE,
+				    SYSTEMS(all | (1u << SYS_FLOOR)), rounds, EXTRA_NONE,
 				    more);
 		bench_noise_stop();
+		/* What the noise threads took, for scripts/perf_stat.sh to take
+		 * off its whole-process counts (counted after the last round). */
+		uint64_t noise_cpu, noise_cs;
+		bench_noise_usage(&noise_cpu, &noise_cs);
+		printf("# W1-NOISY noise threads: task_clock_ns=%llu context_switches=%llu\n",
+		       (unsigned long long)noise_cpu, (unsigned long long)noise_cs);
 		if (r < 0)
 			return 1;
 	}
-	if (want[W1BATCH] && w1_batch(items, rounds, &fixed) != 0)
+	if (want[W1BATCH] && blq_runs && w1_batch(items, rounds, &fixed) != 0)
 		return 1;
 	if (want[W2]) {
 		bench_shape s = {.producers = 2, .workers = 2, .items = items ? items : 2000000,
 				 .capacity = 1024, .task = tiny_task};
 		bench_shape g = s;
 		g.workers = 8; /* GLib: max_threads 8 */
-		if (workload("W2", &s, &g, &balanced, compare ? blq_glib : blq_only, rounds,
+		if (workload("W2", &s, &g, &balanced, SYSTEMS(blq_glib), rounds,
 			     EXTRA_NONE, NULL) < 0)
 			return 1;
 		/* The ratio to W1: back-to-back pairs (see paired_ratio). */
-		if (paired_ratio("W2-VS-W1", &s, &balanced, &fixed, rounds) != 0)
+		if (blq_runs && paired_ratio("W2-VS-W1", &s, &balanced, &fixed, rounds) != 0)
 			return 1;
 	}
 	if (want[W3]) {
@@ -686,7 +810,7 @@ int main(int argc, char **argv)
 		latencies = calloc(s.items, sizeof(uint64_t));
 		if (stamps == NULL || latencies == NULL)
 			return 1;
-		if (workload("W3", &s, &s, &fixed, compare ? all : blq_only, rounds, EXTRA_LATENCY,
+		if (workload("W3", &s, &s, &fixed, SYSTEMS(all), rounds, EXTRA_LATENCY,
 			     NULL) < 0)
 			return 1;
 		free(stamps);
@@ -696,30 +820,33 @@ int main(int argc, char **argv)
 		bench_shape s = {.producers = 1, .workers = 8, .items = 20000, .capacity = 1024,
 				 .task = sleep_task};
 		/* W4 is slow (~0.5 s a run): at most 3 rounds. */
-		if (workload("W4", &s, &s, &balanced, compare ? blq_glib : blq_only,
+		if (workload("W4", &s, &s, &balanced, SYSTEMS(blq_glib),
 			     rounds < 3 ? rounds : 3, EXTRA_WALL, NULL) < 0)
 			return 1;
 	}
-	if (want[IDLE] && idle_balanced() != 0)
+	if (want[IDLE] && blq_runs && idle_balanced() != 0)
 		return 1;
-	if (want[W1PROM] && w1_prom(items, rounds) != 0)
+	if (want[W1PROM] && blq_runs && w1_prom(items, rounds) != 0)
 		return 1;
-	if (want[W1QOS] && w1_qos(items, rounds) != 0)
+	if (want[W1QOS] && blq_runs && w1_qos(items, rounds) != 0)
 		return 1;
-	if (want[IDLEQOS] && idle_qos() != 0)
+	if (want[IDLEQOS] && blq_runs && idle_qos() != 0)
 		return 1;
-	if (want[W1SELF] && w1_self(items, rounds) != 0)
+	if (want[W1SELF] && blq_runs && w1_self(items, rounds) != 0)
 		return 1;
-	if (want[RETRY] && retry_workload(items, rounds) != 0)
+	if (want[RETRY] && blq_runs && retry_workload(items, rounds) != 0)
 		return 1;
 	/* Dumps write 20..50 MB a round: at most 3 rounds. */
-	if (want[DUMPFS] && bench_dump_fs(items, rounds < 3 ? rounds : 3) != 0)
+	if (want[DUMPFS] && blq_runs && bench_dump_fs(items, rounds < 3 ? rounds : 3) != 0)
 		return 1;
-	if (want[DUMPREDIS] && redis_port > 0 &&
+	if (want[DUMPREDIS] && blq_runs && redis_port > 0 &&
 	    bench_dump_redis(redis_host, redis_port, items, rounds < 3 ? rounds : 3) != 0)
 		return 1;
-	if (want[RESTOREREDIS] && redis_port > 0 &&
+	if (want[RESTOREREDIS] && blq_runs && redis_port > 0 &&
 	    bench_restore_redis("/proc/self/exe", redis_host, redis_port, items, rounds) != 0)
+		return 1;
+	/* Last, so a run of every workload runs the others as before it. */
+	if (want[W1MANY] && w1_many(items, rounds, &fixed, SYSTEMS(all | (1u << SYS_FLOOR))) != 0)
 		return 1;
 	return 0;
 }

@@ -26,6 +26,29 @@ for s in glib mutex ckring floor; do
 	echo "$noisy" | grep -Eq "^BENCH W1-NOISY $s ns_per_item=[0-9.]+ .*blq_ratio=[0-9.]+" ||
 		{ echo "no W1-NOISY line for $s"; exit 1; }
 done
+# 64 producers (W1-MANY): every system of W1 and the floor; blq's line
+# carries its paired W1 ratio. And --only: some systems, or one alone.
+# The ck ring runs in a process of its own under a timeout: with 64
+# producers on a busy 2-CPU host its spinning MPMC push can stall for
+# minutes (docs/benchmarks.md), which says nothing about blq-bench.
+many=$("$bench" --compare --only blq,glib,mutex,floor --rounds 1 --items 4000 W1-MANY) || { echo "blq-bench W1-MANY failed"; exit 1; }
+echo "$many"
+echo "$many" | grep -Eq "^BENCH W1-MANY blq ns_per_item=[0-9.]+ items_per_s=[0-9]+ allocs_per_item=0 producers=64 w1_ns_per_item=[0-9.]+ w1_ratio=[0-9.]+ w1_best_ratio=[0-9.]+ rounds=1" ||
+	{ echo "no W1-MANY line for blq (or it allocated per item)"; exit 1; }
+for s in glib mutex floor; do
+	echo "$many" | grep -Eq "^BENCH W1-MANY $s ns_per_item=[0-9.]+ .*blq_ratio=[0-9.]+" ||
+		{ echo "no W1-MANY line for $s"; exit 1; }
+done
+if ck=$(timeout 30 "$bench" --only ckring --rounds 1 --items 4000 W1-MANY); then
+	echo "$ck"
+	echo "$ck" | grep -Eq "^BENCH W1-MANY ckring ns_per_item=[0-9.]+ " || { echo "no W1-MANY line for ckring"; exit 1; }
+else
+	echo "W1-MANY ckring: no end within 30 s (the ck ring's convoy), not checked"
+fi
+one=$("$bench" --only glib --rounds 1 --items 4000 W1 W1-SELF) || { echo "blq-bench --only failed"; exit 1; }
+echo "$one"
+[ "$(echo "$one" | grep -c '^BENCH ')" = 1 ] && echo "$one" | grep -Eq "^BENCH W1 glib ns_per_item=[0-9.]+ " ||
+	{ echo "--only glib ran other systems"; exit 1; }
 # Batches beside the floor (the task bodies alone over the cores).
 bat=$("$bench" --rounds 1 --items 4000 W1-BATCH) || { echo "blq-bench W1-BATCH failed"; exit 1; }
 echo "$bat"
