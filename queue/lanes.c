@@ -25,6 +25,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "internal.h"
 
@@ -93,17 +94,22 @@ int blq__lanes_init(blq *q)
 	memset(ls->lane, 0, sizeof(blq__lane) * BLQ__LANES_MAX);
 	ls->capacity = q->capacity;
 	ls->slots = q->capacity < BLQ__LANE_SLOTS ? q->capacity : BLQ__LANE_SLOTS;
-	/* Every lane's ring now, not at its first owner's first enqueue: no
-	 * allocation while items flow (the rings' slots, BLQ__LANES_MAX *
-	 * slots * 64 bytes, are the price: 512 KiB at capacity >= 512). */
+	/* Every lane's ring now, not at its first owner's first enqueue, so
+	 * no item allocates; in one anonymous mapping, whose pages stay
+	 * untouched (no memory) until a lane uses them
+	 * (blq__ring_init_zeroed). */
+	ls->map_bytes = (size_t)ls->slots * sizeof(blq__slot) * BLQ__LANES_MAX;
+	void *m = mmap(NULL, ls->map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	if (m == MAP_FAILED) {
+		free(ls->lane);
+		ls->lane = NULL;
+		return BLQ_ENOMEM;
+	}
+	ls->map = m;
 	for (unsigned i = 0; i < BLQ__LANES_MAX; i++)
-		if (blq__ring_init(&ls->lane[i].ring, ls->slots) != 0) {
-			for (unsigned j = 0; j <= i; j++)
-				blq__ring_destroy(&ls->lane[j].ring);
-			free(ls->lane);
-			ls->lane = NULL;
-			return BLQ_ENOMEM;
-		}
+		blq__ring_init_zeroed(&ls->lane[i].ring, ls->slots,
+				      (blq__slot *)m + (size_t)i * ls->slots);
 	pthread_once(&key_once, make_key);
 	pthread_mutex_lock(&reg_mu);
 	ls->serial = ++reg_serial;
@@ -127,8 +133,7 @@ void blq__lanes_destroy(blq *q)
 			break;
 		}
 	pthread_mutex_unlock(&reg_mu);
-	for (unsigned i = 0; i < BLQ__LANES_MAX; i++)
-		blq__ring_destroy(&ls->lane[i].ring);
+	munmap(ls->map, ls->map_bytes);
 	free(ls->lane);
 	ls->lane = NULL;
 }

@@ -13,7 +13,7 @@
  * the others, then the shared rings.
  *
  * Ownership: a thread's first enqueue into a queue adopts a lane (the
- * first free one of BLQ__LANES_MAX, whose rings blq_new made), and keeps
+ * first free one of BLQ__LANES_MAX, whose rings blq_new mapped), and keeps
  * it until the thread exits (a pthread key's destructor gives it back) or
  * the queue is freed. A thread that finds no free lane pushes into the
  * shared rings, as every producer did before lanes, and looks again every
@@ -58,9 +58,13 @@
 
 /* Lanes per queue: producer threads beyond it use the shared rings. */
 #define BLQ__LANES_MAX 16u
-/* A lane's ring: capacity, up to this (64 bytes a slot: 32 KiB). Two
- * producers' lanes hold a queue of 1024 (W1) without spilling. */
-#define BLQ__LANE_SLOTS 512u
+/* A lane's ring: capacity, up to this (64 bytes a slot: 256 KiB of
+ * address space, touched only as the lane uses it). A lane as large as
+ * the capacity never spills: with smaller lanes, a full queue's freed
+ * place goes to whichever producer asks first, whose lane is then often
+ * full, and the spills it makes keep the workers on the shared rings'
+ * CAS (W1 at capacity 1024 with lanes of 512 was 1.5x slower). */
+#define BLQ__LANE_SLOTS 4096u
 /* A thread without a lane looks for one again after this many calls. */
 #define BLQ__LANE_RETRY 1024u
 
@@ -81,6 +85,8 @@ typedef struct blq__lane {
 typedef struct blq__lanes {
 	blq__lane *lane;       /* BLQ__LANES_MAX of them; NULL: no lanes (QoS) */
 	uint64_t slots;        /* each lane's ring */
+	void *map;             /* every lane's slots, one mapping */
+	size_t map_bytes;
 	uint64_t serial;       /* this queue's, never reused */
 	struct blq *reg_next;  /* the live queues' list (lanes.c) */
 	_Atomic unsigned made; /* lanes [0, made) were ever adopted (release) */

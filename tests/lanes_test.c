@@ -4,7 +4,7 @@
  * item, so what the producers manage to put in is exactly what the queue
  * holds, and check:
  * - the capacity is exact: one producer fills exactly `capacity` items
- *   (its lane of 512 and the rest spilled into the shared ring) before
+ *   (its lane of 4096 and the rest spilled into the shared ring) before
  *   BLQ_EFULL, and 40 producers (more than the 16 lanes) together fill
  *   exactly that many, while a sampler never sees more;
  * - a leaky queue leaks exactly what did not fit, and a front leak drops
@@ -180,7 +180,7 @@ static void fill_with(unsigned producers, size_t capacity)
 
 Test(lanes, one_producer_fills_exactly_the_capacity_across_its_lanes_spill)
 {
-	fill_with(1, 1000); /* a lane of 512, 488 spilled */
+	fill_with(1, 10000); /* a lane of 4096, 5904 spilled */
 }
 
 Test(lanes, forty_producers_fill_exactly_the_capacity)
@@ -271,33 +271,56 @@ Test(lanes, a_front_leak_drops_the_leakers_own_oldest_item)
 	wctx_free(w);
 }
 
+/* Two phases on one thread (order is per producer thread): n items, a
+ * wait in the gate `between`, n more. */
+typedef struct two_phase {
+	pusher p;
+	tu_gate *between;
+	_Atomic int *first_done;
+} two_phase;
+
+static void *push_twice(void *arg)
+{
+	two_phase *t = arg;
+
+	push_n(&t->p);
+	atomic_fetch_add(t->first_done, 1);
+	tu_gate_pass(t->between);
+	t->p.from += t->p.n;
+	push_n(&t->p);
+	return NULL;
+}
+
 Test(lanes, each_producers_items_start_in_order_across_a_spill)
 {
 	wctx *w = wctx_new();
-	blq *q = held_queue(w, 3000, NULL, BLQ_LEAK_REAR);
-	pusher a[3];
+	blq *q = held_queue(w, 15000, NULL, BLQ_LEAK_REAR);
+	two_phase a[3];
 	pthread_t t[3];
+	tu_gate between;
+	_Atomic int first_done = 0;
 
-	/* 900 each while the worker is held: a lane holds 512, the other
-	 * 388 spill into the shared ring. Then 900 more each, running. */
+	/* 4500 each while the worker is held: a lane holds 4096, the
+	 * other 404 spill into the shared ring. Then, on the same threads,
+	 * 4500 more each while the worker runs. */
+	tu_gate_init(&between);
 	for (unsigned i = 0; i < 3; i++) {
-		a[i] = (pusher){.q = q, .producer = i, .n = 900};
-		pthread_create(&t[i], NULL, push_n, &a[i]);
+		a[i] = (two_phase){.p = {.q = q, .producer = i, .n = 4500},
+				   .between = &between,
+				   .first_done = &first_done};
+		pthread_create(&t[i], NULL, push_twice, &a[i]);
 	}
-	for (unsigned i = 0; i < 3; i++)
-		pthread_join(t[i], NULL);
-	cr_expect_eq(blq_size(q), 2700);
+	cr_assert(TU_WAIT_FOR(atomic_load(&first_done) == 3, 10000));
+	cr_expect_eq(blq_size(q), 13500);
 	tu_gate_open(&w->gate);
-	for (unsigned i = 0; i < 3; i++) {
-		a[i].from = 900;
-		pthread_create(&t[i], NULL, push_n, &a[i]);
-	}
+	tu_gate_open(&between);
 	for (unsigned i = 0; i < 3; i++)
 		pthread_join(t[i], NULL);
 	cr_assert_eq(blq_close(q), 0);
-	cr_expect_eq(stats(q).processed, 5401);
+	cr_expect_eq(stats(q).processed, 27001);
 	cr_expect_eq(atomic_load(&w->disorder), 0, "a producer's items ran out of order");
 	blq_free(q);
+	tu_gate_destroy(&between);
 	wctx_free(w);
 }
 

@@ -114,6 +114,23 @@ static inline int blq__ring_init(blq__ring *r, uint64_t cap)
 	return 0;
 }
 
+/* A ring over slots the caller provides, zeroed (cap of them, aligned to
+ * a cache line), and frees itself (blq__ring_destroy must not be called).
+ * A sequence of 0 says "nothing yet" for every position as 2 * i does
+ * (only 2 * pos + 1 says full, and producers find room by the head), so
+ * no slot is written here: the pages of a ring never used stay
+ * untouched (queue/lanes.c maps its lanes so). */
+static inline void blq__ring_init_zeroed(blq__ring *r, uint64_t cap, blq__slot *slots)
+{
+	r->cap = cap;
+	r->pow2 = (cap & (cap - 1)) == 0;
+	r->mask = cap - 1;
+	r->slots = slots;
+	atomic_init(&r->head, 0);
+	atomic_init(&r->head_seen, 0);
+	atomic_init(&r->tail, 0);
+}
+
 /* Frees the slots; the items in them are the caller's to have taken. */
 static inline void blq__ring_destroy(blq__ring *r)
 {
