@@ -371,15 +371,18 @@ uint64_t blq__hand_items(const blq *q);
 
 /* lanes.c (lanes.h): a rings-engine queue's lanes, made and registered
  * (BLQ_ENOMEM) and freed; the calling thread's lane (adopted on its first
- * call; NULL: none free, use the shared rings); and the admission: up to
- * n places reserved in `held`, never above capacity (0: full). */
+ * call; NULL: none free, use the shared rings); the admission: up to n
+ * places for the caller (whose lane is l, or NULL), from its lane's
+ * credit or `held`, never above capacity (0: full); and the items held
+ * (held less the lanes' unused credit). */
 int blq__lanes_init(blq *q);
 void blq__lanes_destroy(blq *q);
 blq__lane *blq__lane_own(blq *q);
 /* A thread without a lane pushed into shared ring `ring` up to position
  * end - 1: a lane it adopts later waits for those (lanes.h, "Order"). */
 void blq__lane_note_shared(blq *q, unsigned ring, uint64_t end);
-uint64_t blq__lanes_reserve(blq *q, uint64_t n);
+uint64_t blq__lanes_admit(blq *q, blq__lane *l, uint64_t n);
+uint64_t blq__lanes_items(const blq *q);
 
 /* engine.c: choosing the engine (the one place that names QoS) and
  * building it into a new queue. */

@@ -232,7 +232,7 @@ blq__lane *blq__lane_own(blq *q)
 	return lane_slow(q);
 }
 
-uint64_t blq__lanes_reserve(blq *q, uint64_t n)
+static uint64_t lanes_reserve(blq *q, uint64_t n)
 {
 	blq__lanes *ls = &q->lanes;
 	uint64_t held = atomic_load_explicit(&ls->held, memory_order_relaxed);
@@ -249,4 +249,66 @@ uint64_t blq__lanes_reserve(blq *q, uint64_t n)
 							  memory_order_acquire, memory_order_relaxed))
 			return k;
 	}
+}
+
+/* Up to n of the credit in *credit, with a CAS (its owner and thieves
+ * race for it). Acquire: the credit's reservation, by whoever made it,
+ * happens before our push (lanes_reserve says why that matters). */
+static uint64_t take_credit(_Atomic uint64_t *credit, uint64_t n)
+{
+	uint64_t c = atomic_load_explicit(credit, memory_order_relaxed);
+
+	while (c > 0) {
+		uint64_t k = c < n ? c : n;
+
+		if (atomic_compare_exchange_weak_explicit(credit, &c, c - k, memory_order_acquire,
+							  memory_order_relaxed))
+			return k;
+	}
+	return 0;
+}
+
+/* held is full: every lane's credit back (ours included). */
+static uint64_t take_all_credit(blq *q)
+{
+	unsigned made = atomic_load_explicit(&q->lanes.made, memory_order_acquire);
+	uint64_t got = 0;
+
+	for (unsigned i = 0; i < made; i++)
+		if (atomic_load_explicit(&q->lanes.lane[i].credit, memory_order_relaxed) != 0)
+			got += atomic_exchange_explicit(&q->lanes.lane[i].credit, 0,
+							memory_order_acquire);
+	return got;
+}
+
+uint64_t blq__lanes_admit(blq *q, blq__lane *l, uint64_t n)
+{
+	if (l == NULL)
+		return lanes_reserve(q, n);
+
+	uint64_t k = take_credit(&l->credit, n);
+
+	if (k == n)
+		return k;
+	uint64_t want = n - k;
+	uint64_t got = lanes_reserve(q, want > BLQ__LANE_CREDIT ? want : BLQ__LANE_CREDIT);
+
+	if (got == 0)
+		got = take_all_credit(q);
+	uint64_t use = got < want ? got : want;
+
+	/* Release: a thief's acquire sees our reservation's view. */
+	if (got > use)
+		atomic_fetch_add_explicit(&l->credit, got - use, memory_order_release);
+	return k + use;
+}
+
+uint64_t blq__lanes_items(const blq *q)
+{
+	uint64_t held = atomic_load_explicit(&q->lanes.held, memory_order_relaxed), idle = 0;
+	unsigned made = atomic_load_explicit(&q->lanes.made, memory_order_acquire);
+
+	for (unsigned i = 0; i < made; i++)
+		idle += atomic_load_explicit(&q->lanes.lane[i].credit, memory_order_relaxed);
+	return held > idle ? held - idle : 0;
 }

@@ -25,6 +25,11 @@
  * reserved (a CAS, never above capacity) before an item is pushed and
  * released after a worker's take has moved it out (the hands are outside
  * it, as they were outside the rings: at most BLQ__HAND per worker). A
+ * lane's owner reserves BLQ__LANE_CREDIT places at a time into its lane's
+ * credit and spends them one per item; a producer that finds held full
+ * takes the credit of every lane back before it calls the queue full, so
+ * credit never makes a queue with room refuse (blq_size and the wake-up
+ * of producers count held less the credit). A
  * lane's ring is smaller than capacity when capacity is large
  * (BLQ__LANE_SLOTS); a push that finds its lane full goes to the shared
  * rings, which hold capacity, so a reservation always finds a slot.
@@ -65,6 +70,9 @@
  * full, and the spills it makes keep the workers on the shared rings'
  * CAS (W1 at capacity 1024 with lanes of 512 was 1.5x slower). */
 #define BLQ__LANE_SLOTS 4096u
+/* Places a lane's owner reserves in `held` at once: the shared count's
+ * line moves once per this many items instead of once per item. */
+#define BLQ__LANE_CREDIT 32u
 /* A thread without a lane looks for one again after this many calls. */
 #define BLQ__LANE_RETRY 1024u
 
@@ -74,6 +82,11 @@ typedef struct blq__lane {
 	 * it back (release), which hands the tail and the fields below from
 	 * one owner to the next. On the owner's line, away from the head. */
 	alignas(BLQ__CACHELINE) _Atomic int owned;
+	/* Places reserved in `held` and not used yet: the owner takes one
+	 * per item (a CAS on its own line), refilling BLQ__LANE_CREDIT at a
+	 * time from held; a producer that finds held full takes every
+	 * lane's back (an exchange). So a queue with room never refuses. */
+	_Atomic uint64_t credit;
 	/* Owner only: spilled items may still sit in shared ring
 	 * spill_ring below position spill_end (spilling: since the lane was
 	 * full). */

@@ -86,9 +86,9 @@ static bool spill_over(const blq *q, const blq__lane *l)
 /* n reserved items (held counts them) into the caller's lane, or the
  * shared rings (lanes.h: "Order"). Every one goes in: the shared rings
  * hold capacity, and held never does more. */
-static void push_reserved(blq *q, const blq__item *tmpl, void *const *payloads, size_t n)
+static void push_reserved(blq *q, blq__lane *l, const blq__item *tmpl, void *const *payloads,
+			  size_t n)
 {
-	blq__lane *l = blq__lane_own(q);
 	size_t done = 0;
 	unsigned ring = 0;
 	uint64_t end = 0;
@@ -134,9 +134,11 @@ bool blq__push_any(blq *q, const blq__item *it)
 	unsigned n = q->nrings;
 
 	if (lanes_on(q)) {
-		if (blq__lanes_reserve(q, 1) == 0)
+		blq__lane *l = blq__lane_own(q);
+
+		if (blq__lanes_admit(q, l, 1) == 0)
 			return false;
-		push_reserved(q, it, NULL, 1);
+		push_reserved(q, l, it, NULL, 1);
 		return true;
 	}
 	if (n == 1)
@@ -154,10 +156,11 @@ size_t blq__push_batch(blq *q, const blq__item *tmpl, void *const *payloads, siz
 	uint64_t end;
 
 	if (lanes_on(q)) {
-		uint64_t k = blq__lanes_reserve(q, n);
+		blq__lane *l = blq__lane_own(q);
+		uint64_t k = blq__lanes_admit(q, l, n);
 
 		if (k > 0)
-			push_reserved(q, tmpl, payloads, (size_t)k);
+			push_reserved(q, l, tmpl, payloads, (size_t)k);
 		return (size_t)k;
 	}
 	/* Without lanes: the thread's round-robin order until one is full;
@@ -317,7 +320,7 @@ uint64_t blq__ring_items(const blq *q)
 	uint64_t n = 0;
 
 	if (lanes_on(q))
-		return atomic_load_explicit(&q->lanes.held, memory_order_relaxed);
+		return blq__lanes_items(q);
 	for (unsigned i = 0; i < q->nrings; i++)
 		n += blq__ring_size(&q->rings[i]);
 	return n;
