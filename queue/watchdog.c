@@ -24,13 +24,19 @@
  *   its slot moves from ACTIVE to DETACHED and is told to stop after this
  *   item (the thread finishes its item's outcome itself when the callback
  *   returns), and a new thread starts in an idle slot, so as many workers
- *   serve the queue as before.
+ *   serve the queue as before. Right after its CAS, before any lock, the
+ *   watchdog takes the worker's unstarted hand back (handback.c) into its
+ *   backlog, which it puts back into the queue after each look (and every
+ *   millisecond while some of it finds no room), so that no item waits for
+ *   the late callback.
  * - Bound: the pool has as many spare slots as its ceiling (q->nslots).
  *   With no idle slot left, the attempt is still given up but the thread
  *   is kept: the pool serves with one worker less until it returns.
  * - A dropping close (Soft, Hard) starts no replacement; a close past its
  *   time limit detaches every running callback (close.c) and does not
- *   wait for them: blq_free does.
+ *   wait for them: blq_free does. Their hands end at once, with the items
+ *   still queued (blq__give_up_running; an attempt without a limit keeps
+ *   its hand to its return, handback.c says why).
  * - With the caller's clock (tests) the watchdog cannot sleep until a
  *   limit on that clock: it looks every BLQ__WD_OWN_CLOCK_POLL_NS and
  *   when the timer is kicked (as the timer does), and workers do not wake
