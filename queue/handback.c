@@ -80,10 +80,12 @@ void blq__hand_take(blq *q, blq__worker *w, blq__backlog *b)
 	unsigned room = b->cap - b->n;
 	unsigned m = rest < room ? rest : room;
 
-	memcpy(&b->it[b->n], &h->it[h->next], m * sizeof(blq__item));
-	b->n += m;
-	if (m > 0) /* counted here before the worker uncounts them (q->staged) */
+	if (m > 0) {
+		memcpy(&b->it[b->n], &h->it[h->next], m * sizeof(blq__item));
+		b->n += m;
+		/* Counted here before the worker uncounts them (q->staged). */
 		atomic_fetch_add_explicit(&q->staged, m, memory_order_seq_cst);
+	}
 	/* Release: our reads of the hand come before the worker's next writes
 	 * (its acquire in blq__hand_settle). */
 	atomic_store_explicit(&w->hand, BLQ__HAND_GONE | (rest - m), memory_order_release);
