@@ -275,3 +275,45 @@ Test(handback, give_ups_racing_with_takes_lose_and_double_nothing)
 	expect_each_once(N);
 	blq_free(q);
 }
+
+/* The same race with retries: a given-up attempt is retried through the
+ * timer, whose due ring then exists, and hands taken back go there (the
+ * front of the work). A stuck id runs once more at most (its retry, which
+ * is stuck again and fails for good); each id still ends once and is
+ * freed once. */
+Test(handback, with_a_due_ring_hands_go_back_to_the_front)
+{
+	enum { N = 3000, P = 2 };
+	stuck_every = 31;
+	stuck_us = 5000;
+	blq_config c = cfg(3, 512, 2 * MS);
+	c.max_retries = 1;
+	c.retry_interval_ns = 1 * MS;
+	blq *q = must_new(&c);
+	pthread_t th[P];
+	feeder f[P];
+
+	settle_then_pause(q);
+	for (unsigned p = 0; p < P; p++) {
+		f[p] = (feeder){.q = q, .from = p * N / P, .to = (p + 1) * N / P};
+		cr_assert_eq(pthread_create(&th[p], NULL, feed, &f[p]), 0);
+	}
+	cr_assert(TU_WAIT_FOR(stats(q).producers_blocked == P, 5000)); /* the ring is full */
+	cr_assert_eq(blq_resume(q), 0);
+	for (unsigned p = 0; p < P; p++)
+		pthread_join(th[p], NULL);
+	cr_assert_eq(blq_close(q), 0);
+	struct blq_stats s = stats(q);
+	cr_expect(tu_balanced(&s));
+	cr_expect_eq(s.in, N);
+	cr_expect_geq(s.retried, 1);
+	cr_expect_eq(atomic_load(&bad_id), 0);
+	for (unsigned i = 0; i < N; i++) {
+		unsigned r = atomic_load(&runs[i]);
+		cr_expect(r == 1 || r == 2, "id %u ran %u times", i, r);
+		cr_expect_eq(atomic_load(&ends[i]), 1, "id %u ended %u times", i, atomic_load(&ends[i]));
+		cr_expect_eq(atomic_load(&frees[i]), 1, "id %u freed %u times", i,
+			     atomic_load(&frees[i]));
+	}
+	blq_free(q);
+}
