@@ -112,6 +112,25 @@ enum blq__wstate {
 #define BLQ__BUSY_GIVEN_UP (1ull << 63)
 #define BLQ__BUSY_NO_LIMIT (BLQ__BUSY_GIVEN_UP - 1)
 
+/* The most items a worker takes ahead (worker.c, "Taking ahead"). */
+#define BLQ__HAND 16u
+
+/* A take's items: it[0] is the one taken, then up to BLQ__HAND ahead
+ * (it[next..n) are those not started yet). In the worker's slot, not on
+ * its stack, so that a watchdog that gives the worker up can take the
+ * unstarted ones back (handback.c); the worker runs each in place (a
+ * copy out per item was 14 of its ~90 instructions per item). Written by
+ * the worker alone while it owns them (handback.c says when it does). */
+typedef struct blq__hand {
+	blq__item it[BLQ__HAND + 1];
+	unsigned n, next;
+} blq__hand;
+
+/* In blq__worker.hand: a thread that gave the worker's running attempt up
+ * took the hand over (handback.c); the low bits say how many items it
+ * left to the worker. */
+#define BLQ__HAND_GONE (1u << 31)
+
 /* What the balancer asks of a worker; read by the worker between items. */
 enum blq__wcmd {
 	BLQ__CMD_RUN = 0,
@@ -141,7 +160,9 @@ typedef struct blq__worker {
 	_Atomic uint64_t idle_clock;
 	_Atomic uint64_t asleep_since;
 	/* Items the worker took ahead and has not started yet (worker.c,
-	 * "Taking ahead"): written by the worker alone, read by blq_size. */
+	 * "Taking ahead"), read by blq_size: written by the worker, and once
+	 * per given-up attempt by the thread that gave it up, which stores
+	 * BLQ__HAND_GONE | what it left (handback.c). */
 	_Atomic unsigned hand;
 	blq__ec park; /* an asleep worker sleeps here */
 	/* Its retries' way into the timer (inbox.c); NULL until the first. */
@@ -155,6 +176,9 @@ typedef struct blq__worker {
 	 * straight on to the next one (0 once it had to look again or wait):
 	 * that item's start, saving a clock read per item with metrics. */
 	uint64_t last_end;
+	/* The worker's hand (worker.c, handback.c), on lines of its own at
+	 * the end: the fields above are read by other threads per item. */
+	alignas(BLQ__CACHELINE) blq__hand h;
 } blq__worker;
 
 enum blq__state {
@@ -470,6 +494,24 @@ void blq__pool_stop(blq *q, blq__worker *w);
 void blq__pool_join_all(blq *q); /* takes pool_mu itself */
 void blq__pool_rescue(blq *q);   /* start one worker to drain; takes pool_mu */
 void blq__pool_counts(const blq *q, unsigned *active, unsigned *asleep, unsigned *idle);
+
+/* handback.c: a given-up worker's hand goes back to the queue. */
+/* The items not yet placed by the thread that took them over. */
+typedef struct blq__backlog {
+	blq__item *it;
+	unsigned n, cap;
+} blq__backlog;
+/* Caller's own CAS set BLQ__BUSY_GIVEN_UP on w's running attempt, which
+ * has a limit: takes over w's unstarted items (as many as b has room for)
+ * into b, counted in q->staged, and tells the worker (BLQ__HAND_GONE). */
+void blq__hand_take(blq *q, blq__worker *w, blq__backlog *b);
+/* Puts b's items back at the front of the work (the due ring, else the
+ * rings), or abandons them when the queue is dropping or `drop` says so;
+ * the ones with no room stay in b. True when b is empty. */
+bool blq__backlog_flush(blq *q, blq__backlog *b, bool drop);
+/* A worker whose limited attempt returned given up: waits for the
+ * takeover to finish and keeps what it was left. */
+void blq__hand_settle(blq__worker *w);
 
 /* watchdog.c: attempts past their time limit. */
 /* Publishes a running attempt's limit in *busy_until (a worker's) and

@@ -254,7 +254,8 @@ uint64_t blq__hand_items(const blq *q)
 	uint64_t n = 0;
 
 	for (unsigned i = 0; i < q->nslots; i++)
-		n += atomic_load_explicit(&q->workers[i].hand, memory_order_relaxed);
+		n += atomic_load_explicit(&q->workers[i].hand, memory_order_relaxed) &
+		     ~BLQ__HAND_GONE; /* a takeover's flag (handback.c) */
 	return n;
 }
 

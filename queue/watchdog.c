@@ -24,23 +24,32 @@
  *   its slot moves from ACTIVE to DETACHED and is told to stop after this
  *   item (the thread finishes its item's outcome itself when the callback
  *   returns), and a new thread starts in an idle slot, so as many workers
- *   serve the queue as before.
+ *   serve the queue as before. Right after its CAS, before any lock, the
+ *   watchdog takes the worker's unstarted hand back (handback.c) into its
+ *   backlog, which it puts back into the queue after each look (and every
+ *   millisecond while some of it finds no room), so that no item waits for
+ *   the late callback.
  * - Bound: the pool has as many spare slots as its ceiling (q->nslots).
  *   With no idle slot left, the attempt is still given up but the thread
  *   is kept: the pool serves with one worker less until it returns.
  * - A dropping close (Soft, Hard) starts no replacement; a close past its
  *   time limit detaches every running callback (close.c) and does not
- *   wait for them: blq_free does.
+ *   wait for them: blq_free does. Their hands end at once, with the items
+ *   still queued (blq__give_up_running; an attempt without a limit keeps
+ *   its hand to its return, handback.c says why).
  * - With the caller's clock (tests) the watchdog cannot sleep until a
  *   limit on that clock: it looks every BLQ__WD_OWN_CLOCK_POLL_NS and
  *   when the timer is kicked (as the timer does), and workers do not wake
  *   it at each attempt.
  */
 #include <pthread.h>
+#include <stdlib.h>
 
 #include "internal.h"
 
 #define BLQ__WD_OWN_CLOCK_POLL_NS 50000000ull
+/* How soon hands taken back that found no room look again. */
+#define BLQ__WD_BACKLOG_RETRY_NS 1000000ull
 
 /* Caller holds pool_mu. An idle slot for a replacement, or NULL. */
 static blq__worker *idle_slot(blq *q)
@@ -77,21 +86,33 @@ static bool detach(blq *q, blq__worker *w)
 }
 
 /* Marks the attempt w runs (its busy word read as `seen`) given up.
- * False when w has moved on. */
-static bool mark(blq__worker *w, uint64_t seen)
+ * False when w has moved on. When our own CAS did it (*ours) and the
+ * attempt has a limit, the worker's hand is ours to take back, and must
+ * be taken at once (handback.c: the worker waits for it). */
+static bool mark(blq__worker *w, uint64_t seen, bool *ours)
 {
-	return (seen & BLQ__BUSY_GIVEN_UP) != 0 ||
-	       atomic_compare_exchange_strong_explicit(&w->busy_until, &seen,
-						       seen | BLQ__BUSY_GIVEN_UP,
-						       memory_order_seq_cst, memory_order_relaxed);
+	*ours = false;
+	if ((seen & BLQ__BUSY_GIVEN_UP) != 0)
+		return true;
+	if (!atomic_compare_exchange_strong_explicit(&w->busy_until, &seen,
+						     seen | BLQ__BUSY_GIVEN_UP,
+						     memory_order_seq_cst, memory_order_relaxed))
+		return false;
+	*ours = seen != BLQ__BUSY_NO_LIMIT;
+	return true;
 }
 
-/* An attempt past its limit: give it up, detach its thread and start a
+/* An attempt past its limit: give it up, take its worker's hand back
+ * (into b, placed by the caller), detach its thread and start a
  * replacement (not when the queue is dropping). */
-static void give_up_late(blq *q, blq__worker *w, uint64_t seen)
+static void give_up_late(blq *q, blq__worker *w, uint64_t seen, blq__backlog *b)
 {
-	if (!mark(w, seen))
+	bool ours;
+
+	if (!mark(w, seen, &ours))
 		return;
+	if (ours)
+		blq__hand_take(q, w, b);
 	bool dropping = atomic_load_explicit(&q->forced, memory_order_acquire) != 0;
 	bool replaced = false;
 	pthread_mutex_lock(&q->pool_mu);
@@ -115,7 +136,7 @@ static void give_up_late(blq *q, blq__worker *w, uint64_t seen)
 
 /* Gives up every attempt past its limit; returns the earliest limit still
  * ahead (UINT64_MAX: none). */
-static uint64_t scan(blq *q, uint64_t now)
+static uint64_t scan(blq *q, uint64_t now, blq__backlog *b)
 {
 	uint64_t next = UINT64_MAX;
 
@@ -129,7 +150,7 @@ static uint64_t scan(blq *q, uint64_t now)
 			next = v < next ? v : next;
 			continue;
 		}
-		give_up_late(q, w, v);
+		give_up_late(q, w, v, b);
 	}
 	return next;
 }
@@ -137,7 +158,16 @@ static uint64_t scan(blq *q, uint64_t now)
 static void *watchdog_main(void *arg)
 {
 	blq *q = arg;
+	/* The hands taken back and not yet placed (handback.c): room for a
+	 * hand per slot. Without the memory, hands stay with their threads. */
+	blq__backlog b = {.it = malloc(sizeof(blq__item) * BLQ__HAND * q->nslots)};
 
+	b.cap = b.it != NULL ? BLQ__HAND * q->nslots : 0;
+	if (b.it == NULL)
+		blq__log(q, BLQ_LOG_ERROR,
+			 "queue %s: no memory for the watchdog's backlog: a worker given up "
+			 "keeps the items it took ahead until its callback returns",
+			 q->name);
 	pthread_setname_np(pthread_self(), "blq-watchdog");
 	for (;;) {
 		uint32_t snap = blq__ec_prepare(&q->wd_ec);
@@ -148,13 +178,25 @@ static void *watchdog_main(void *arg)
 		}
 		atomic_store_explicit(&q->wd_next, UINT64_MAX, memory_order_seq_cst);
 		uint64_t now = blq__now(q);
-		uint64_t next = scan(q, now);
+		uint64_t next = scan(q, now, &b);
 		atomic_store_explicit(&q->wd_next, next, memory_order_seq_cst);
 		uint64_t wait = next == UINT64_MAX ? UINT64_MAX : next - now;
 		if (q->own_clock && wait > BLQ__WD_OWN_CLOCK_POLL_NS)
 			wait = BLQ__WD_OWN_CLOCK_POLL_NS;
+		/* What found no room looks again soon (the workers drain). */
+		if (!blq__backlog_flush(q, &b, false) && wait > BLQ__WD_BACKLOG_RETRY_NS)
+			wait = BLQ__WD_BACKLOG_RETRY_NS;
 		blq__ec_wait(&q->wd_ec, snap, blq__deadline_after(wait));
 	}
+	/* Stopped once every worker exited: a graceful close left nothing
+	 * here (draining workers wait while q->staged counts it), a dropping
+	 * one abandons it. Room or not, nothing stays uncounted. */
+	if (!blq__backlog_flush(q, &b, false)) {
+		blq__log(q, BLQ_LOG_ERROR, "queue %s: %u items taken back from given-up workers "
+			 "found no room at the close: abandoned", q->name, b.n);
+		blq__backlog_flush(q, &b, true);
+	}
+	free(b.it);
 	return NULL;
 }
 
@@ -201,12 +243,25 @@ void blq__watchdog_kick(blq *q)
 
 void blq__give_up_running(blq *q)
 {
+	blq__item room[BLQ__HAND];
+	blq__backlog b = {.it = room, .cap = BLQ__HAND};
+
 	pthread_mutex_lock(&q->pool_mu);
 	for (unsigned i = 0; i < q->nslots; i++) {
 		blq__worker *w = &q->workers[i];
 		uint64_t v = atomic_load_explicit(&w->busy_until, memory_order_seq_cst);
+		bool ours = false;
 
-		if (v != 0 && mark(w, v) && detach(q, w))
+		if (v == 0 || !mark(w, v, &ours))
+			continue;
+		/* Its hand too: the queue is dropping (a close past its limit
+		 * is Hard by now), so the items end now as the queued ones do,
+		 * not when the callback returns. */
+		if (ours) {
+			blq__hand_take(q, w, &b);
+			blq__backlog_flush(q, &b, true);
+		}
+		if (detach(q, w))
 			blq__log(q, BLQ_LOG_WARN,
 				 "queue %s: close past its time limit: worker %u is still inside "
 				 "its callback; left running (blq_free waits for it)",

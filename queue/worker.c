@@ -34,9 +34,20 @@
  * - The hand is the worker's own: it runs those items itself, in their
  *   order, each as if just taken: a pause holds the next one until the
  *   resume, and a Soft or Hard close abandons the rest like the items
- *   still queued (blq__abandon). A worker told to sleep or stop, or given
- *   up by the watchdog, runs its hand out first (at most BLQ__HAND items,
- *   each under the watchdog as usual). blq_size counts a hand (w->hand).
+ *   still queued (blq__abandon). A worker told to sleep or stop runs its
+ *   hand out first (at most BLQ__HAND items, each under the watchdog as
+ *   usual). blq_size counts a hand (w->hand).
+ * - A worker given up inside a callback with a time limit (by the
+ *   watchdog, or a close past its limit) does not keep its hand: the
+ *   thread that gave it up takes the unstarted items back to the queue
+ *   at once (handback.c, with the handshake on busy_until that makes this
+ *   safe without a locked instruction per item), and the worker, told by
+ *   its exchange on busy_until, settles for what it was left (nothing,
+ *   unless the watchdog's backlog was full). So no item waits for a
+ *   callback that is not its own. (An attempt without a limit can only
+ *   be given up by a dropping close: its thread abandons the hand when
+ *   the callback returns.) The hand is in the worker's slot (w->h) for
+ *   that reason.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -169,6 +180,10 @@ static void run_item(blq *q, blq__worker *w, blq__item *it)
 			int tok = atomic_exchange_explicit(&w->task.token, BLQ__TOKEN_DOWN,
 							   memory_order_relaxed);
 			bool given_up = (was & BLQ__BUSY_GIVEN_UP) != 0 && tok != BLQ__TOKEN_CLAIMED;
+			/* Given up: whoever did took our hand (handback.c). */
+			if (__builtin_expect((was & BLQ__BUSY_GIVEN_UP) != 0, 0) &&
+			    was != (BLQ__BUSY_GIVEN_UP | BLQ__BUSY_NO_LIMIT))
+				blq__hand_settle(w);
 			timed_out = tok == BLQ__TOKEN_RAISED ||
 				    ((given_up || rc != 0) && blq__now(q) >= w->task.timeout_at);
 			w->task.timeout_at = 0;
@@ -198,17 +213,6 @@ static void run_item(blq *q, blq__worker *w, blq__item *it)
 		return;
 	}
 }
-
-/* The most items a worker takes ahead (see above). */
-#define BLQ__HAND 16u
-
-/* A take's items: it[0] is the one taken, then up to BLQ__HAND ahead
- * (it[next..n) are those not started yet). The worker runs each in
- * place: a copy out per item was 14 of its ~90 instructions per item. */
-typedef struct blq__hand {
-	blq__item it[BLQ__HAND + 1];
-	unsigned n, next;
-} blq__hand;
 
 static bool forced(const blq *q)
 {
@@ -483,8 +487,11 @@ void *blq__worker_main(void *arg)
 	if (m != NULL && m->worker_init != NULL)
 		m->worker_init(m->ctx, q->name, w->index);
 
-	blq__hand h = {.n = 0, .next = 0};
-	while (next_from_hand(q, w, &h, &it) || next_taken(q, w, &h, &it))
+	/* The slot's hand, empty (a thread leaves it so). */
+	blq__hand *h = &w->h;
+	h->n = h->next = 0;
+	atomic_store_explicit(&w->hand, 0, memory_order_relaxed);
+	while (next_from_hand(q, w, h, &it) || next_taken(q, w, h, &it))
 		run_item(q, w, it);
 
 	/* We may hold the pending wake-up of items_ec: pass it on; and
