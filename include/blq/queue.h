@@ -152,7 +152,7 @@ typedef struct blq_config {
 	size_t capacity;
 	/** The shared rings: this many, like the original's pfifo. Default
 	 * 1; 1..capacity. Each holds capacity/streams items (the first
-	 * capacity % streams hold one more). Since 0.5 each producer thread
+	 * capacity % streams hold one more). Since 0.4.1 each producer thread
 	 * has a lane of its own (a ring only it pushes to; up to 16 per
 	 * queue, blq_enqueue says more), so the shared rings carry what the
 	 * lanes do not: the items of producers beyond the 16th, a full lane's
