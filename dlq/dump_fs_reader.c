@@ -541,6 +541,13 @@ static int fs_commit(blq_dump_reader *rd, void *dump, blq_error *err)
 	else if (unlink(d->path) != 0 && errno != ENOENT)
 		rc = blq__error_set(err, BLQ_EIO, "cannot remove \"%s\": %s", d->path,
 				    strerror(errno));
+	/* The commit is what makes the file's last marks count (the restorer
+	 * drops them from its window): the unlink must survive a power cut,
+	 * or the file comes back whole with its last durable checkpoint and
+	 * all its records since come again (powercut_restore found it). */
+	else if (fsync(r->dirfd) != 0)
+		rc = blq__error_set(err, BLQ_EIO, "cannot fsync directory \"%s\": %s", r->dir,
+				    strerror(errno));
 	if (rc != 0)
 		return rc; /* still open: commit or release it again */
 	/* The data file first: a crash in between leaves a checkpoint naming
