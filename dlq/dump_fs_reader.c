@@ -33,12 +33,14 @@
  *   damage, gave the records before it the same indices.
  * - Progress: done() marks a record in memory (a done prefix plus a
  *   bitmap past it); sync() writes the checkpoint (dump_fs_checkpoint.h),
- *   fsync'd and renamed over the last one. At claim the reader applies a
+ *   fsync'd and renamed over the last one, the directory fsync'd. At claim the reader applies a
  *   valid checkpoint (skips the records it marks done), counts the claim
- *   in it at once (renamed, not fsync'd: a process crash keeps it, which
- *   is what marks the records that follow as redeliveries), and hands out
+ *   in it at once (durable: fsync'd and renamed, its directory fsync'd,
+ *   so a process crash or a power cut keeps it, which is what marks the
+ *   records that follow as redeliveries), and hands out
  *   the other records with deliveries = the earlier claims.
- * - commit() (every record done) unlinks the file, then its checkpoint; a
+ * - commit() (every record done) unlinks the file (the directory fsync'd:
+ *   a power cut must not bring it back), then its checkpoint; a
  *   checkpoint left by a crash in between is ignored by a file that reuses
  *   the name (it names the inode, size and mtime of its own), and removed
  *   by the next reader made (or an idle next()): a checkpoint whose file is
@@ -277,8 +279,13 @@ static int load_progress(fs_reader *r, fs_dump *d, const struct stat *st, blq_er
 	d->bits_cap = (d->ck.nbits + 7u) / 8u;
 	d->earlier_claims = d->ck.claims;
 	d->ck.claims = d->ck.claims < UINT32_MAX ? d->ck.claims + 1 : UINT32_MAX;
-	/* Not fsync'd: what it must survive is the death of this process. */
-	int rc = store_ckpt(d, false, err);
+	/* Durable (data and directory fsync'd) before any record is handed
+	 * out: it is what says that the records that follow may have been
+	 * processed (deliveries > 0) after a power cut too. Not fsync'd, a
+	 * cut lost the count, and worse: another file's sync made its name
+	 * durable over empty data, so a cut also dropped the done marks it
+	 * replaced (powercut_restore found both). One fsync pair per claim. */
+	int rc = store_ckpt(d, true, err);
 	flock(r->dirfd, LOCK_UN);
 	return rc;
 }
