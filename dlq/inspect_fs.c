@@ -697,8 +697,25 @@ static int copy_rec(void *ctx, const ifile *f, uint64_t index, size_t off,
 	return 0;
 }
 
+/* fsync of the directory p names (its first n bytes; n 0: "/"). */
+static int sync_dir_n(const char *p, size_t n)
+{
+	char d[PATH_MAX];
+
+	snprintf(d, sizeof(d), "%.*s", n ? (int)n : 1, n ? p : "/");
+	int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int rc = fsync(fd);
+	close(fd);
+	return rc;
+}
+
 /* mkdir -p dir: each missing component made with mode 0700 (the fs
- * writer's files are 0600). 0, or BLQ_EINVAL naming the path. */
+ * writer's files are 0600), and the directory it was made in fsync'd:
+ * the writer makes durable the names in dir, not dir's own name, and a
+ * power cut took a salvage's whole output with a directory made here
+ * (powercut_redrive found it). 0, or BLQ_EINVAL naming the path. */
 static int make_dirs(const char *dir, blq_error *err)
 {
 	char p[PATH_MAX];
@@ -713,9 +730,16 @@ static int make_dirs(const char *dir, blq_error *err)
 			continue;
 		char c = p[i];
 		p[i] = '\0';
-		if (mkdir(p, 0700) != 0 && errno != EEXIST)
+		if (mkdir(p, 0700) == 0) {
+			const char *slash = strrchr(p, '/');
+			if (sync_dir_n(p, slash != NULL ? (size_t)(slash - p) : 0) != 0)
+				return blq__error_set(err, BLQ_EIO,
+						      "out_dir: cannot fsync the directory of \"%s\": %s",
+						      p, strerror(errno));
+		} else if (errno != EEXIST) {
 			return blq__error_set(err, BLQ_EINVAL, "out_dir: cannot make \"%s\": %s", p,
 					      strerror(errno));
+		}
 		p[i] = c;
 	}
 	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))

@@ -4,9 +4,9 @@
 # or of one sending every third record to its dead store (MODE dead). For
 # each seed (N of them, 50 by default, or BLQ_POWERCUT_RUNS; from
 # FIRST_SEED, 1 by default, or BLQ_POWERCUT_SEED): mount lazyfs on a fresh
-# directory, write 6 dump files of 80 records with the library
+# directory, write 4 dump files of 40 records with the library
 # (`restore_cut make`, durable: the cut never takes them), start
-# `restore_cut run`, SIGKILL it after a seeded 20-300 ms, cut the power,
+# `restore_cut run`, SIGKILL it after a seeded 10-250 ms, cut the power,
 # then `restore_cut check` restarts a restorer on the mount and checks
 # every id against the logs outside the mount (restore_cut.c says what it
 # asserts). A failing seed is printed with the command that repeats it.
@@ -17,7 +17,7 @@ N=${5:-${BLQ_POWERCUT_RUNS:-50}}
 PC_FIRST=${6:-${BLQ_POWERCUT_SEED:-1}}
 . "$(dirname "$0")/lib.sh"
 pc_init "restore_cut_$MODE" $((30 + 4 * N))
-FILES=6 PER=80 DEAD_EVERY=3
+FILES=4 PER=40 DEAD_EVERY=3
 
 fails=0
 for seed in $(seq "$PC_FIRST" $((PC_FIRST + N - 1))); do
@@ -33,7 +33,7 @@ for seed in $(seq "$PC_FIRST" $((PC_FIRST + N - 1))); do
 	fi || echo "FAIL seed $seed: cannot make the directories"
 	timeout 30 "$CUT" make "$M/dump" $FILES $PER $make_dead ||
 		echo "FAIL seed $seed: cannot write the dump"
-	ms=$(pc_kill_ms "$seed" 20 300)
+	ms=$(pc_kill_ms "$seed" 10 250)
 	"$CUT" run "$M/dump" "$L" "${dead[@]}" 2>"$T/run.err" &
 	pid=$!
 	sleep "$(printf '0.%03d' "$ms")"
