@@ -798,14 +798,22 @@ static int note_off(void *ctx, const ifile *f, uint64_t index, size_t off,
 	return offs_push(ctx, off);
 }
 
-/* Removes the file (held under its lock), then its checkpoint. */
+/* Removes the file (held under its lock), durably (its directory
+ * fsync'd), then its checkpoint. Without the fsync a power cut brought
+ * the file back after a redrive had reported it moved, so its records
+ * came twice (powercut_redrive found it); the checkpoint, if it comes
+ * back, names a file that is gone and is swept. */
 static int remove_file(const ifile *f, blq_error *err)
 {
 	char ckpt[PATH_MAX + 300];
+	const char *slash = strrchr(f->path, '/');
 
 	if (unlink(f->path) != 0 && errno != ENOENT)
 		return blq__error_set(err, BLQ_EIO, "cannot remove \"%s\": %s", f->path,
 				      strerror(errno));
+	if (sync_dir_n(f->path, slash != NULL ? (size_t)(slash - f->path) : 0) != 0)
+		return blq__error_set(err, BLQ_EIO, "cannot fsync the directory of \"%s\": %s",
+				      f->path, strerror(errno));
 	if (blq__ckpt_path(f->path, ckpt, sizeof(ckpt)))
 		unlink(ckpt);
 	return 0;

@@ -2,12 +2,12 @@
 # dlq_cut.sh LAZYFS LAZYFS_TEST RESTORE_CUT DLQ_COUNT BLQ_DLQ [N] [FIRST_SEED]:
 # the power-cut runs of blq-dlq (the real binary) moving records on
 # lazyfs. Seed by seed, by turns (seed % 3):
-#   0 redrive: a dead store made by a real restorer (restore_cut make with
-#     every record past max_restores, then restore_cut drain) redriven into
-#     the dump, in paced batches of 16 (--rate 2000: about 80 ms);
-#   1 import: JSON lines exported (blq-dlq export) from a dump the library
+#   0 redrive: a dead store of 64 records made by a real restorer
+#     (restore_cut make with every record past max_restores, then
+#     restore_cut drain) redriven into the dump in 4 batches of 16;
+#   1 import: 160 records as JSON lines exported (blq-dlq export) from a dump the library
 #     wrote, imported into a new directory;
-#   2 salvage: two files of another version, quarantined unread by a real
+#   2 salvage: two files of 40 records of another version, quarantined unread by a real
 #     restorer (a cut after it: the quarantine must have kept them), the
 #     first salvaged --into a directory salvage makes.
 # blq-dlq is SIGKILLed after a seeded 10-250 ms, the power cut; then
@@ -31,8 +31,8 @@ setup() {
 	case $1 in
 	redrive)
 		pc_mkdir "$M/dump" "$M/dead" &&
-			"$CUT" make "$M/dump" 4 40 1 && "$CUT" drain "$M/dump" "$T/l" "$M/dead" "$T/dl" &&
-			"$COUNT" 160 --all "$M/dead" >/dev/null ;;
+			"$CUT" make "$M/dump" 4 16 1 && "$CUT" drain "$M/dump" "$T/l" "$M/dead" "$T/dl" &&
+			"$COUNT" 64 --all "$M/dead" >/dev/null ;;
 	import)
 		pc_mkdir "$M/src" "$M/imp" && "$CUT" make "$M/src" 4 40 &&
 			"$DLQ" export "$M/src" >"$T/in.jsonl" ;;
@@ -49,7 +49,7 @@ setup() {
 start() {
 	local cmd
 	case $1 in
-	redrive) cmd=("$DLQ" redrive "$M/dump" --dead "$M/dead" --batch 16 --rate 2000) ;;
+	redrive) cmd=("$DLQ" redrive "$M/dump" --dead "$M/dead" --batch 16) ;;
 	import) cmd=("$DLQ" import "$M/imp" "$T/in.jsonl") ;;
 	salvage) cmd=("$DLQ" salvage "$M/dump"
 		"quarantine/$(cd "$M/dump/quarantine" && ls -- *.bin | head -1)" --into "$M/salv") ;;
@@ -62,7 +62,7 @@ verify() {
 	local done=$2
 	case $1 in
 	redrive) [ "$done" = 0 ] && set -- --none "$M/dead" --all "$M/dump" || set -- "$M/dead" "$M/dump"
-		"$COUNT" 160 "$@" ;;
+		"$COUNT" 64 "$@" ;;
 	import) [ "$done" = 0 ] && set -- --all "$M/imp" || set -- "$M/src" "$M/imp"
 		"$COUNT" 160 "$@" ;;
 	salvage) "$COUNT" 80 --all "$M/dump/quarantine" &&
