@@ -506,6 +506,18 @@ static int quarantine(fs_reader *r, fs_dump *d, blq_error *err)
 			return blq__error_set(err, BLQ_EIO, "cannot quarantine \"%s\" to \"%s\": %s",
 					      d->path, to, strerror(errno));
 	}
+	/* Its new name first made durable (the quarantine's directory
+	 * fsync'd; fs_commit then fsyncs the dump's, the old name's): with
+	 * only the dump's synced a power cut would leave the file in
+	 * neither, with neither synced back in the dump, restored again
+	 * (powercut_redrive's setup found that). */
+	int qfd = open(r->quarantine, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	bool qsynced = qfd >= 0 && fsync(qfd) == 0;
+	if (qfd >= 0)
+		close(qfd);
+	if (!qsynced)
+		return blq__error_set(err, BLQ_EIO, "cannot fsync quarantine \"%s\": %s",
+				      r->quarantine, strerror(errno));
 	/* Its done marks go with it (a rename keeps the inode the checkpoint
 	 * names): its intact records were restored, and a redrive of the
 	 * quarantine (blq_inspect_redrive) or a salvage leaves done records
@@ -549,10 +561,11 @@ static int fs_commit(blq_dump_reader *rd, void *dump, blq_error *err)
 		rc = blq__error_set(err, BLQ_EIO, "cannot remove \"%s\": %s", d->path,
 				    strerror(errno));
 	/* The commit is what makes the file's last marks count (the restorer
-	 * drops them from its window): the unlink must survive a power cut,
-	 * or the file comes back whole with its last durable checkpoint and
-	 * all its records since come again (powercut_restore found it). */
-	else if (fsync(r->dirfd) != 0)
+	 * drops them from its window): the unlink (or the move into the
+	 * quarantine) must survive a power cut, or the file comes back whole
+	 * with its last durable checkpoint and all its records since come
+	 * again (powercut_restore found it). */
+	if (rc == 0 && fsync(r->dirfd) != 0)
 		rc = blq__error_set(err, BLQ_EIO, "cannot fsync directory \"%s\": %s", r->dir,
 				    strerror(errno));
 	if (rc != 0)

@@ -8,7 +8,8 @@
 #   1 import: 160 records as JSON lines exported (blq-dlq export) from a dump the library
 #     wrote, imported into a new directory;
 #   2 salvage: two files of 40 records of another version, quarantined unread by a real
-#     restorer (a cut after it: the quarantine must have kept them), the
+#     restorer (a cut after it: the quarantine must hold them, the dump
+#     no more), the
 #     first salvaged --into a directory salvage makes.
 # blq-dlq is SIGKILLed after a seeded 10-250 ms, the power cut; then
 # dlq_count counts every id in the source and the target: each in one of
@@ -39,7 +40,7 @@ setup() {
 	salvage)
 		pc_mkdir "$M/dump" && "$CUT" make "$M/dump" 2 40 0 2 &&
 			"$CUT" drain "$M/dump" "$T/l" && pc_cut &&
-			"$COUNT" 80 --all "$M/dump/quarantine" >"$T/setup.out" 2>&1 ||
+			"$COUNT" 80 --all "$M/dump/quarantine" --none "$M/dump" >"$T/setup.out" 2>&1 ||
 			{ cat "$T/setup.out"; false; } ;;
 	esac
 }
