@@ -24,7 +24,7 @@ LAZYFS=$1 TEST=$2 CUT=$3 COUNT=$4 DLQ=$5
 N=${6:-${BLQ_POWERCUT_RUNS:-50}}
 PC_FIRST=${7:-${BLQ_POWERCUT_SEED:-1}}
 . "$(dirname "$0")/lib.sh"
-pc_init dlq_cut $((30 + 5 * N))
+pc_init dlq_cut $((30 + 5 * N)) tmpfs
 
 # The operation of a seed, its setup (durable before the operation
 # starts) and the dlq_count arguments after the cut.

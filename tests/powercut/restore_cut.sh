@@ -16,7 +16,7 @@ LAZYFS=$1 TEST=$2 CUT=$3 MODE=$4
 N=${5:-${BLQ_POWERCUT_RUNS:-50}}
 PC_FIRST=${6:-${BLQ_POWERCUT_SEED:-1}}
 . "$(dirname "$0")/lib.sh"
-pc_init "restore_cut_$MODE" $((30 + 4 * N))
+pc_init "restore_cut_$MODE" $((30 + 4 * N)) tmpfs
 FILES=4 PER=40 DEAD_EVERY=3
 
 fails=0
