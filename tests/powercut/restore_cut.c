@@ -105,6 +105,7 @@ static int make(const char *dir, unsigned files, unsigned per, unsigned dead_eve
 	}
 	blq_dump_close(d);
 	blq_dump_free(d);
+	blq_dump_writer_free(w);
 	return 0;
 }
 
@@ -308,6 +309,11 @@ static int check(const char *dir, const char *log, uint64_t n, const char *dead,
 	blq_free(g.q);
 	blq_dump_reader_free(g.rd);
 	blq_dump_writer_free(g.fs);
+	free(t.before);
+	free(t.after);
+	free(t.redelivered);
+	free(dead_now);
+	free(dead_end);
 	return du_failures ? 1 : 0;
 }
 
