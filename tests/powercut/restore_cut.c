@@ -151,6 +151,20 @@ static int rig_start(rig *g, const char *dir, const char *log, const char *dead,
 	return 0;
 }
 
+/* Waits until dir holds no dump file (every record's outcome reached
+ * and its file committed), up to 20 s. Polls every 5 ms, not
+ * TU_WAIT_FOR's 200 us: each poll is a directory listing that
+ * single-threaded lazyfs serves between the restorer's own requests. */
+static bool wait_drained(const char *dir)
+{
+	for (int i = 0; i < 4000; i++) {
+		if (du_count(dir, "*.bin") == 0)
+			return true;
+		tu_sleep_us(5000);
+	}
+	return du_count(dir, "*.bin") == 0;
+}
+
 static int run(const char *dir, const char *log, const char *dead, const char *deadlog)
 {
 	rig g;
@@ -166,7 +180,7 @@ static int drain(const char *dir, const char *log, const char *dead, const char 
 	rig g;
 	if (rig_start(&g, dir, log, dead, deadlog) != 0)
 		return 2;
-	bool ok = TU_WAIT_FOR(du_count(dir, "*.bin") == 0, 20000);
+	bool ok = wait_drained(dir);
 	blq_restorer_close(g.r);
 	blq_close(g.q);
 	blq_restorer_free(g.r);
@@ -249,7 +263,7 @@ static int check(const char *dir, const char *log, uint64_t n, const char *dead,
 	rig g;
 	if (rig_start(&g, dir, log, dead, deadlog) != 0)
 		return 1;
-	du_check(TU_WAIT_FOR(du_count(dir, "*.bin") == 0, 20000), "dump files left unrestored");
+	du_check(wait_drained(dir), "dump files left unrestored");
 	blq_restorer_close(g.r);
 	blq_close(g.q);
 	struct blq_restorer_stats rs;
