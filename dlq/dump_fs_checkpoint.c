@@ -114,8 +114,7 @@ static int write_all(int fd, const unsigned char *p, size_t n)
 	return 0;
 }
 
-/* fsync of the directory holding path. 0, or -1 with errno set. */
-static int sync_parent(const char *path)
+int blq__sync_parent(const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	char dir[4200];
@@ -177,5 +176,5 @@ int blq__ckpt_store(const char *ckpt_path, const blq__ckpt *c, bool durable)
 	/* The rename is durable once the directory is: without this a power
 	 * cut brings back the old checkpoint (or none), and every record
 	 * marked done since comes again (powercut_restore found it). */
-	return durable ? sync_parent(ckpt_path) : 0;
+	return durable ? blq__sync_parent(ckpt_path) : 0;
 }

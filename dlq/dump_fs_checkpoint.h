@@ -46,6 +46,11 @@ bool blq__ckpt_load(const char *ckpt_path, const struct stat *st, blq__ckpt *c);
  * -1 with errno set. */
 int blq__ckpt_store(const char *ckpt_path, const blq__ckpt *c, bool durable);
 
+/* fsync of the directory holding path ("." for a bare name, "/" for a
+ * name at the root): what makes a rename, a new name or an unlink in it
+ * survive a power cut. 0, or -1 with errno set. */
+int blq__sync_parent(const char *path);
+
 /* Identity fields of c from st. */
 void blq__ckpt_identify(blq__ckpt *c, const struct stat *st);
 

@@ -33,8 +33,9 @@
  *   damage, gave the records before it the same indices.
  * - Progress: done() marks a record in memory (a done prefix plus a
  *   bitmap past it); sync() writes the checkpoint (dump_fs_checkpoint.h),
- *   fsync'd and renamed over the last one, the directory fsync'd. At claim the reader applies a
- *   valid checkpoint (skips the records it marks done), counts the claim
+ *   fsync'd and renamed over the last one, the directory fsync'd. At
+ *   claim the reader applies a valid checkpoint (skips the records it
+ *   marks done), counts the claim
  *   in it at once (durable: fsync'd and renamed, its directory fsync'd,
  *   so a process crash or a power cut keeps it, which is what marks the
  *   records that follow as redeliveries), and hands out

@@ -697,20 +697,6 @@ static int copy_rec(void *ctx, const ifile *f, uint64_t index, size_t off,
 	return 0;
 }
 
-/* fsync of the directory p names (its first n bytes; n 0: "/"). */
-static int sync_dir_n(const char *p, size_t n)
-{
-	char d[PATH_MAX];
-
-	snprintf(d, sizeof(d), "%.*s", n ? (int)n : 1, n ? p : "/");
-	int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	int rc = fsync(fd);
-	close(fd);
-	return rc;
-}
-
 /* mkdir -p dir: each missing component made with mode 0700 (the fs
  * writer's files are 0600), and the directory it was made in fsync'd:
  * the writer makes durable the names in dir, not dir's own name, and a
@@ -731,8 +717,7 @@ static int make_dirs(const char *dir, blq_error *err)
 		char c = p[i];
 		p[i] = '\0';
 		if (mkdir(p, 0700) == 0) {
-			const char *slash = strrchr(p, '/');
-			if (sync_dir_n(p, slash != NULL ? (size_t)(slash - p) : 0) != 0)
+			if (blq__sync_parent(p) != 0)
 				return blq__error_set(err, BLQ_EIO,
 						      "out_dir: cannot fsync the directory of \"%s\": %s",
 						      p, strerror(errno));
@@ -806,12 +791,11 @@ static int note_off(void *ctx, const ifile *f, uint64_t index, size_t off,
 static int remove_file(const ifile *f, blq_error *err)
 {
 	char ckpt[PATH_MAX + 300];
-	const char *slash = strrchr(f->path, '/');
 
 	if (unlink(f->path) != 0 && errno != ENOENT)
 		return blq__error_set(err, BLQ_EIO, "cannot remove \"%s\": %s", f->path,
 				      strerror(errno));
-	if (sync_dir_n(f->path, slash != NULL ? (size_t)(slash - f->path) : 0) != 0)
+	if (blq__sync_parent(f->path) != 0)
 		return blq__error_set(err, BLQ_EIO, "cannot fsync the directory of \"%s\": %s",
 				      f->path, strerror(errno));
 	if (blq__ckpt_path(f->path, ckpt, sizeof(ckpt)))
