@@ -114,6 +114,28 @@ static int write_all(int fd, const unsigned char *p, size_t n)
 	return 0;
 }
 
+int blq__sync_parent(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[4200];
+
+	if (slash == NULL)
+		snprintf(dir, sizeof(dir), ".");
+	else if ((size_t)(slash - path) >= sizeof(dir)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	} else
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int rc = fsync(fd);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
 int blq__ckpt_store(const char *ckpt_path, const blq__ckpt *c, bool durable)
 {
 	size_t nb = (c->nbits + 7u) / 8u;
@@ -151,5 +173,8 @@ int blq__ckpt_store(const char *ckpt_path, const blq__ckpt *c, bool durable)
 		errno = e;
 		return -1;
 	}
-	return 0;
+	/* The rename is durable once the directory is: without this a power
+	 * cut brings back the old checkpoint (or none), and every record
+	 * marked done since comes again (powercut_restore found it). */
+	return durable ? blq__sync_parent(ckpt_path) : 0;
 }

@@ -41,8 +41,15 @@ bool blq__ckpt_load(const char *ckpt_path, const struct stat *st, blq__ckpt *c);
 
 /* Writes *c to ckpt_path through a temporary name and a rename, so a
  * reader sees the old checkpoint or the new one, whole. With durable, the
- * data is fsync'd before the rename. 0, or -1 with errno set. */
+ * data is fsync'd before the rename and the directory after it, so the new
+ * checkpoint survives a power cut (without, only a process's death). 0, or
+ * -1 with errno set. */
 int blq__ckpt_store(const char *ckpt_path, const blq__ckpt *c, bool durable);
+
+/* fsync of the directory holding path ("." for a bare name, "/" for a
+ * name at the root): what makes a rename, a new name or an unlink in it
+ * survive a power cut. 0, or -1 with errno set. */
+int blq__sync_parent(const char *path);
 
 /* Identity fields of c from st. */
 void blq__ckpt_identify(blq__ckpt *c, const struct stat *st);

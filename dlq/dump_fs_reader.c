@@ -33,12 +33,15 @@
  *   damage, gave the records before it the same indices.
  * - Progress: done() marks a record in memory (a done prefix plus a
  *   bitmap past it); sync() writes the checkpoint (dump_fs_checkpoint.h),
- *   fsync'd and renamed over the last one. At claim the reader applies a
- *   valid checkpoint (skips the records it marks done), counts the claim
- *   in it at once (renamed, not fsync'd: a process crash keeps it, which
- *   is what marks the records that follow as redeliveries), and hands out
+ *   fsync'd and renamed over the last one, the directory fsync'd. At
+ *   claim the reader applies a valid checkpoint (skips the records it
+ *   marks done), counts the claim
+ *   in it at once (durable: fsync'd and renamed, its directory fsync'd,
+ *   so a process crash or a power cut keeps it, which is what marks the
+ *   records that follow as redeliveries), and hands out
  *   the other records with deliveries = the earlier claims.
- * - commit() (every record done) unlinks the file, then its checkpoint; a
+ * - commit() (every record done) unlinks the file (the directory fsync'd:
+ *   a power cut must not bring it back), then its checkpoint; a
  *   checkpoint left by a crash in between is ignored by a file that reuses
  *   the name (it names the inode, size and mtime of its own), and removed
  *   by the next reader made (or an idle next()): a checkpoint whose file is
@@ -277,8 +280,13 @@ static int load_progress(fs_reader *r, fs_dump *d, const struct stat *st, blq_er
 	d->bits_cap = (d->ck.nbits + 7u) / 8u;
 	d->earlier_claims = d->ck.claims;
 	d->ck.claims = d->ck.claims < UINT32_MAX ? d->ck.claims + 1 : UINT32_MAX;
-	/* Not fsync'd: what it must survive is the death of this process. */
-	int rc = store_ckpt(d, false, err);
+	/* Durable (data and directory fsync'd) before any record is handed
+	 * out: it is what says that the records that follow may have been
+	 * processed (deliveries > 0) after a power cut too. Not fsync'd, a
+	 * cut lost the count, and worse: another file's sync made its name
+	 * durable over empty data, so a cut also dropped the done marks it
+	 * replaced (powercut_restore found both). One fsync pair per claim. */
+	int rc = store_ckpt(d, true, err);
 	flock(r->dirfd, LOCK_UN);
 	return rc;
 }
@@ -499,6 +507,18 @@ static int quarantine(fs_reader *r, fs_dump *d, blq_error *err)
 			return blq__error_set(err, BLQ_EIO, "cannot quarantine \"%s\" to \"%s\": %s",
 					      d->path, to, strerror(errno));
 	}
+	/* Its new name first made durable (the quarantine's directory
+	 * fsync'd; fs_commit then fsyncs the dump's, the old name's): with
+	 * only the dump's synced a power cut would leave the file in
+	 * neither, with neither synced back in the dump, restored again
+	 * (powercut_redrive's setup found that). */
+	int qfd = open(r->quarantine, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	bool qsynced = qfd >= 0 && fsync(qfd) == 0;
+	if (qfd >= 0)
+		close(qfd);
+	if (!qsynced)
+		return blq__error_set(err, BLQ_EIO, "cannot fsync quarantine \"%s\": %s",
+				      r->quarantine, strerror(errno));
 	/* Its done marks go with it (a rename keeps the inode the checkpoint
 	 * names): its intact records were restored, and a redrive of the
 	 * quarantine (blq_inspect_redrive) or a salvage leaves done records
@@ -540,6 +560,14 @@ static int fs_commit(blq_dump_reader *rd, void *dump, blq_error *err)
 		rc = quarantine(r, d, err);
 	else if (unlink(d->path) != 0 && errno != ENOENT)
 		rc = blq__error_set(err, BLQ_EIO, "cannot remove \"%s\": %s", d->path,
+				    strerror(errno));
+	/* The commit is what makes the file's last marks count (the restorer
+	 * drops them from its window): the unlink (or the move into the
+	 * quarantine) must survive a power cut, or the file comes back whole
+	 * with its last durable checkpoint and all its records since come
+	 * again (powercut_restore found it). */
+	if (rc == 0 && fsync(r->dirfd) != 0)
+		rc = blq__error_set(err, BLQ_EIO, "cannot fsync directory \"%s\": %s", r->dir,
 				    strerror(errno));
 	if (rc != 0)
 		return rc; /* still open: commit or release it again */

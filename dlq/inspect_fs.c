@@ -698,7 +698,10 @@ static int copy_rec(void *ctx, const ifile *f, uint64_t index, size_t off,
 }
 
 /* mkdir -p dir: each missing component made with mode 0700 (the fs
- * writer's files are 0600). 0, or BLQ_EINVAL naming the path. */
+ * writer's files are 0600), and the directory it was made in fsync'd:
+ * the writer makes durable the names in dir, not dir's own name, and a
+ * power cut took a salvage's whole output with a directory made here
+ * (powercut_redrive found it). 0, or BLQ_EINVAL naming the path. */
 static int make_dirs(const char *dir, blq_error *err)
 {
 	char p[PATH_MAX];
@@ -713,9 +716,15 @@ static int make_dirs(const char *dir, blq_error *err)
 			continue;
 		char c = p[i];
 		p[i] = '\0';
-		if (mkdir(p, 0700) != 0 && errno != EEXIST)
+		if (mkdir(p, 0700) == 0) {
+			if (blq__sync_parent(p) != 0)
+				return blq__error_set(err, BLQ_EIO,
+						      "out_dir: cannot fsync the directory of \"%s\": %s",
+						      p, strerror(errno));
+		} else if (errno != EEXIST) {
 			return blq__error_set(err, BLQ_EINVAL, "out_dir: cannot make \"%s\": %s", p,
 					      strerror(errno));
+		}
 		p[i] = c;
 	}
 	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
@@ -774,7 +783,11 @@ static int note_off(void *ctx, const ifile *f, uint64_t index, size_t off,
 	return offs_push(ctx, off);
 }
 
-/* Removes the file (held under its lock), then its checkpoint. */
+/* Removes the file (held under its lock), durably (its directory
+ * fsync'd), then its checkpoint. Without the fsync a power cut brought
+ * the file back after a redrive had reported it moved, so its records
+ * came twice (powercut_redrive found it); the checkpoint, if it comes
+ * back, names a file that is gone and is swept. */
 static int remove_file(const ifile *f, blq_error *err)
 {
 	char ckpt[PATH_MAX + 300];
@@ -782,6 +795,9 @@ static int remove_file(const ifile *f, blq_error *err)
 	if (unlink(f->path) != 0 && errno != ENOENT)
 		return blq__error_set(err, BLQ_EIO, "cannot remove \"%s\": %s", f->path,
 				      strerror(errno));
+	if (blq__sync_parent(f->path) != 0)
+		return blq__error_set(err, BLQ_EIO, "cannot fsync the directory of \"%s\": %s",
+				      f->path, strerror(errno));
 	if (blq__ckpt_path(f->path, ckpt, sizeof(ckpt)))
 		unlink(ckpt);
 	return 0;

@@ -412,9 +412,11 @@ BLQ_API blq_dump_writer *blq_dump_fs_writer_new(const blq_dump_fs_config *cfg, b
  * host skip each other's files, and a dead restorer's lock goes with it.
  * Progress lives in a checkpoint beside each file (`.NAME.ckpt`: the
  * done records, and how many restorers claimed the file), written at
- * claim and at each sync (fsync'd, then renamed over the last one): a
- * restart skips the records done and marks the others as redeliveries.
- * A file and its checkpoint are removed once all its records are done.
+ * claim and at each sync (fsync'd, renamed over the last one, the
+ * directory fsync'd, so it survives a power cut too): a restart skips the
+ * records done and marks the others as redeliveries. A file and its
+ * checkpoint are removed once all its records are done (the directory
+ * fsync'd after the file's removal).
  * A file with a bad magic, another version, a bad checksum, a truncated
  * tail, an absurd length or bad metadata is moved to the quarantine
  * directory (never deleted) after its intact records were restored: a
@@ -723,8 +725,8 @@ typedef struct blq_restorer_config {
 	void (*item_free)(void *payload);
 	/** Records handed to the target (or waiting for the dead store or a
 	 * leak's sync) and not yet durably done, at most: bounds the
-	 * restorer's memory, and the duplicates a crash of this restorer can
-	 * cause. Default 1024; 1..1,000,000. At the bound the restorer waits
+	 * restorer's memory, and the duplicates a crash of this restorer (or,
+	 * with the fs reader, a power cut) can cause. Default 1024; 1..1,000,000. At the bound the restorer waits
 	 * for outcomes; it never drops. */
 	size_t max_in_flight;
 	/** How long blq_restorer_close waits for the items in the target to

@@ -425,7 +425,8 @@ BLQ_API int blq_inspect_verify(blq_inspect *in, const blq_inspect_filter *f,
 /**
  * Copy the intact records of a file (of any area: a quarantined file
  * usually), before and after its damaged spans, into a new dump file in
- * \p out_dir (made when missing), through the fs writer (temporary name,
+ * \p out_dir (made when missing, durably: each directory made is
+ * fsync'd in its parent), through the fs writer (temporary name,
  * fsync, rename, directory fsync): as the dump's version when anything
  * says it (blq_inspect_version returns 0), else as the file's own (so a
  * file quarantined for its version comes back as one its reader takes);

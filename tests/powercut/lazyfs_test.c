@@ -5,7 +5,9 @@
  * left: unsynced data and names are gone, synced ones are whole.
  * lazyfs_test MOUNT CASE...: only those cases (write name synced rename
  * unlink noreplace flock stale).
- * lazyfs_test MOUNT syncdir DIR: fsync of DIR (for the shell script).
+ * lazyfs_test MOUNT syncdir DIR...: fsync of each DIR, in order (for the
+ * shell scripts: one process for a whole setup, which counts on a busy
+ * host).
  * Prints one line per check; exits 1 if any failed.
  */
 #ifndef _GNU_SOURCE
@@ -303,12 +305,13 @@ static void case_stale(void)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: lazyfs_test MOUNT [syncdir DIR]\n");
+		fprintf(stderr, "usage: lazyfs_test MOUNT [syncdir DIR...]\n");
 		return 2;
 	}
 	g_mnt = argv[1];
-	if (argc == 4 && strcmp(argv[2], "syncdir") == 0) {
-		syncdir(argv[3]);
+	if (argc >= 4 && strcmp(argv[2], "syncdir") == 0) {
+		for (int a = 3; a < argc; a++)
+			syncdir(argv[a]);
 		return 0;
 	}
 	static const struct {
