@@ -36,11 +36,23 @@
 #include "internal.h"
 #include "thread_hash.h"
 
-/* Producers are the caller's threads, unknown to the queue: hash the
- * address of a thread-local to spread them over the producer cells. */
+/* Producers are the caller's threads, unknown to the queue: a lane's
+ * owner counts in its lane's cell (whose `entered` carries the lane's
+ * credit, internal.h); others hash the address of a thread-local to
+ * spread over the producer cells. *lane: the caller's lane, or NULL. */
+static blq__cell *producer_cell(blq *q, blq__lane **lane)
+{
+	*lane = q->lanes.lane != NULL ? blq__lane_own(q) : NULL;
+	if (*lane != NULL)
+		return blq__lane_cell(q, *lane);
+	return &q->cells[q->nslots + blq__thread_cell(BLQ__PRODUCER_CELLS)];
+}
+
 blq__cell *blq__producer_cell(blq *q)
 {
-	return &q->cells[q->nslots + blq__thread_cell(BLQ__PRODUCER_CELLS)];
+	blq__lane *lane;
+
+	return producer_cell(q, &lane);
 }
 
 int64_t blq__inflight(const blq *q)
@@ -50,7 +62,8 @@ int64_t blq__inflight(const blq *q)
 	for (unsigned i = 0; i < q->ncells; i++)
 		left += atomic_load_explicit(&q->cells[i].left, memory_order_seq_cst);
 	for (unsigned i = 0; i < q->ncells; i++)
-		entered += atomic_load_explicit(&q->cells[i].entered, memory_order_seq_cst);
+		entered += atomic_load_explicit(&q->cells[i].entered, memory_order_seq_cst) >>
+			   BLQ__ENTER_SHIFT;
 	return (int64_t)(entered - left);
 }
 
@@ -98,14 +111,35 @@ static void balance_hint(blq *q, uint64_t before, uint64_t n)
 
 /* Counts the producer in with its n items, before it reads `closed`
  * (seq_cst RMW then seq_cst load: see "Close safety" above). False:
- * closed. *before: the cell's calls before this one (the samples' pace). */
-static bool enter(blq *q, blq__cell *c, uint64_t n, uint64_t *before)
+ * closed. *before: the cell's calls before this one (the samples' pace).
+ * With `lane` (a single undelayed item of the lane's owner), the same add
+ * takes one place from the lane's credit (internal.h, blq__cell): *placed
+ * says whether it did; with no credit the add borrows, and a second add
+ * gives the place back and counts us in (before `closed` is read). A
+ * place taken when the queue is closed goes back. */
+static bool enter(blq *q, blq__cell *c, uint64_t n, uint64_t *before, blq__lane *lane,
+		  bool *placed)
 {
-	*before = atomic_fetch_add_explicit(&c->entered, 1, memory_order_seq_cst);
+	uint64_t old = atomic_fetch_add_explicit(&c->entered,
+						 BLQ__ENTER_ONE - (lane != NULL ? 1 : 0),
+						 memory_order_seq_cst);
+
+	*placed = false;
+	if (lane != NULL) {
+		if ((old & BLQ__CREDIT_MASK) != 0)
+			*placed = true;
+		else
+			atomic_fetch_add_explicit(&c->entered, 1, memory_order_seq_cst);
+	}
+	*before = old >> BLQ__ENTER_SHIFT;
 	if (n > 1)
 		atomic_fetch_add_explicit(&c->extra, n - 1, memory_order_seq_cst);
-	if (atomic_load_explicit(&q->closed, memory_order_seq_cst))
+	if (atomic_load_explicit(&q->closed, memory_order_seq_cst)) {
+		if (*placed)
+			blq__lanes_unspend(q, lane);
+		*placed = false;
 		return false;
+	}
 	/* Force calibration (the original's): when force_calibration_limit
 	 * producers, this one included, are inside enqueue at once, calibrate
 	 * on this thread now. */
@@ -188,16 +222,28 @@ static blq__item plain_item(const blq *q, void *payload)
 static int enqueue_item(blq *q, blq__item *it, enum blq__mode mode, uint64_t delay,
 			uint64_t weight)
 {
-	blq__cell *c = blq__producer_cell(q);
+	blq__lane *lane;
+	blq__cell *c = producer_cell(q, &lane);
 	blq__ec *woken = NULL; /* where the item went: who to wake */
 	uint64_t before;
+	bool placed;
 	int rc = BLQ_ECLOSED;
 
-	if (enter(q, c, 1, &before)) {
+	if (enter(q, c, 1, &before, delay == 0 ? lane : NULL, &placed)) {
 		/* Priority is decided at the enqueue, delayed or not. */
 		if (q->engine->classify != NULL)
 			q->engine->classify(q->engine_state, it, weight);
-		rc = take_in(q, c, it, mode, delay, stamp(q, it, delay), &woken);
+		uint64_t now = stamp(q, it, delay);
+
+		if (placed) {
+			/* Its place is taken (a lane's, so the rings engine's):
+			 * straight into the lane. */
+			blq__push_placed(q, lane, it);
+			woken = &q->items_ec;
+			rc = 0;
+		} else {
+			rc = take_in(q, c, it, mode, delay, now, &woken);
+		}
 	}
 	finish(q, c, before, 1, rc == 0, woken);
 	return rc;
@@ -242,14 +288,16 @@ static ssize_t enqueue_batch(blq *q, void *const *payloads, size_t n, enum blq__
 	if (n == 0)
 		return 0;
 
-	blq__cell *c = blq__producer_cell(q);
+	blq__lane *lane;
+	blq__cell *c = producer_cell(q, &lane);
 	blq__ec *woken = NULL;
 	uint64_t before, delay = q->cfg.delay_interval_ns;
 	size_t took = 0;
 	int rc = BLQ_ECLOSED;
 	blq__item tmpl = plain_item(q, NULL);
+	bool placed;
 
-	if (enter(q, c, n, &before)) {
+	if (enter(q, c, n, &before, NULL, &placed)) {
 		uint64_t now = stamp(q, &tmpl, delay);
 
 		rc = 0;

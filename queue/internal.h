@@ -33,8 +33,17 @@
  * mistakes (often a negative number cast to unsigned). */
 #define BLQ__INTERVAL_LIMIT (365ull * 24 * 3600 * 1000000000ull)
 #define BLQ__RETRIES_LIMIT 1000000u
-/* Counter cells shared by producer threads (hashed by thread). */
+/* Counter cells shared by producer threads (hashed by thread; a lane's
+ * owner uses its lane's). */
 #define BLQ__PRODUCER_CELLS 16u
+/* blq__cell.entered: calls from this bit up, a lane's credit below, where
+ * a value from BLQ__CREDIT_BORROWED up means its owner's add is borrowing
+ * (credit 0: enqueue.c undoes it at once; thieves leave it alone). */
+#define BLQ__ENTER_SHIFT 16
+#define BLQ__ENTER_ONE (1ull << BLQ__ENTER_SHIFT)
+#define BLQ__CREDIT_MASK (BLQ__ENTER_ONE - 1)
+#define BLQ__CREDIT_BORROWED 0x8000u
+#define BLQ__CREDIT_MAX (BLQ__CREDIT_BORROWED - 1)
 
 /*
  * Per-thread counters, one cache line or more each, folded by blq_stats.
@@ -47,7 +56,11 @@ typedef struct blq__cell {
 	 * they gave back refused (BLQ_ECLOSED, BLQ_EFULL); `extra` (below)
 	 * counts a batch's items beyond its first. in = entered + extra -
 	 * refused; in flight = entered - left: producers, not items, so a
-	 * batch weighs one in force_calibration_limit (see enqueue.c). */
+	 * batch weighs one in force_calibration_limit (see enqueue.c).
+	 * `entered` is packed: the calls in its bits from BLQ__ENTER_SHIFT
+	 * up, and below them the unused credit of the lane whose cell this
+	 * is (lanes.h: lane i counts in producer cell i), so that one
+	 * locked add counts its owner in and takes a place (enqueue.c). */
 	alignas(BLQ__CACHELINE) _Atomic uint64_t entered;
 	_Atomic uint64_t left;
 	_Atomic uint64_t refused;
@@ -377,6 +390,9 @@ void blq__wait_note(const blq_done *d, int rc, uint32_t attempt);
 
 /* rings.c (and engine.h's blq__core_push, blq__core_room) */
 bool blq__push_any(blq *q, const blq__item *it);
+/* An item whose place in `held` its producer took already (enqueue.c,
+ * from its lane's credit): into lane l, or its spill. Never fails. */
+void blq__push_placed(blq *q, blq__lane *l, const blq__item *it);
 /* A batch: *tmpl with each payload in turn, pushed in order into the
  * rings, a reservation per up to BLQ__RING_RESERVE_MAX slots. Returns how
  * many went in (the first ones); fewer than n when the rings are full. */
@@ -407,6 +423,15 @@ blq__lane *blq__lane_own(blq *q);
 void blq__lane_note_shared(blq *q, unsigned ring, uint64_t end);
 uint64_t blq__lanes_admit(blq *q, blq__lane *l, uint64_t n);
 uint64_t blq__lanes_items(const blq *q);
+/* A place taken from l's credit by the enqueue's add and not used (the
+ * queue closed): back into the credit. */
+void blq__lanes_unspend(blq *q, blq__lane *l);
+/* Lane l's counter cell (its owner's producer cell, whose `entered`
+ * carries the lane's credit). */
+static inline blq__cell *blq__lane_cell(blq *q, const blq__lane *l)
+{
+	return &q->cells[q->nslots + (unsigned)(l - q->lanes.lane)];
+}
 
 /* engine.c: choosing the engine (the one place that names QoS) and
  * building it into a new queue. */

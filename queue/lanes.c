@@ -235,7 +235,10 @@ blq__lane *blq__lane_own(blq *q)
 static uint64_t lanes_reserve(blq *q, uint64_t n)
 {
 	blq__lanes *ls = &q->lanes;
-	uint64_t held = atomic_load_explicit(&ls->held, memory_order_relaxed);
+	/* seq_cst: this load is also the re-check of a producer about to
+	 * sleep on a full queue, after it announced itself (ec.h); it must
+	 * not pass that announcement (a plain load on x86). */
+	uint64_t held = atomic_load_explicit(&ls->held, memory_order_seq_cst);
 
 	for (;;) {
 		if (held >= ls->capacity)
@@ -251,21 +254,25 @@ static uint64_t lanes_reserve(blq *q, uint64_t n)
 	}
 }
 
-/* Up to n of the credit in *credit, with a CAS (its owner and thieves
- * race for it). Acquire: the credit's reservation, by whoever made it,
- * happens before our push (lanes_reserve says why that matters). */
-static uint64_t take_credit(_Atomic uint64_t *credit, uint64_t n)
+/* Up to n of the credit in a lane cell's packed `entered` (internal.h),
+ * with a CAS: its owner and thieves race for it; a borrowing owner's
+ * word is left alone. Acquire: the credit's reservation, by whoever made
+ * it, happens before our push (lanes_reserve says why that matters). */
+static uint64_t take_credit(_Atomic uint64_t *word, uint64_t n)
 {
-	uint64_t c = atomic_load_explicit(credit, memory_order_relaxed);
+	uint64_t w = atomic_load_explicit(word, memory_order_seq_cst); /* as held's, above */
 
-	while (c > 0) {
+	for (;;) {
+		uint64_t c = w & BLQ__CREDIT_MASK;
+
+		if (c == 0 || c >= BLQ__CREDIT_BORROWED)
+			return 0;
 		uint64_t k = c < n ? c : n;
 
-		if (atomic_compare_exchange_weak_explicit(credit, &c, c - k, memory_order_acquire,
+		if (atomic_compare_exchange_weak_explicit(word, &w, w - k, memory_order_acquire,
 							  memory_order_relaxed))
 			return k;
 	}
-	return 0;
 }
 
 /* held is full: every lane's credit back (ours included). */
@@ -275,10 +282,24 @@ static uint64_t take_all_credit(blq *q)
 	uint64_t got = 0;
 
 	for (unsigned i = 0; i < made; i++)
-		if (atomic_load_explicit(&q->lanes.lane[i].credit, memory_order_relaxed) != 0)
-			got += atomic_exchange_explicit(&q->lanes.lane[i].credit, 0,
-							memory_order_acquire);
+		got += take_credit(&blq__lane_cell(q, &q->lanes.lane[i])->entered, UINT64_MAX);
 	return got;
+}
+
+/* Unused places back into l's credit, at most BLQ__CREDIT_MAX there (only
+ * its owner adds; thieves only take), the rest back to held. Release: a
+ * thief's acquire sees our reservation's view. */
+static void keep_credit(blq *q, blq__lane *l, uint64_t k)
+{
+	_Atomic uint64_t *word = &blq__lane_cell(q, l)->entered;
+	uint64_t c = atomic_load_explicit(word, memory_order_relaxed) & BLQ__CREDIT_MASK;
+	uint64_t room = c < BLQ__CREDIT_MAX ? BLQ__CREDIT_MAX - c : 0;
+	uint64_t keep = k < room ? k : room;
+
+	if (keep > 0)
+		atomic_fetch_add_explicit(word, keep, memory_order_release);
+	if (k > keep)
+		atomic_fetch_sub_explicit(&q->lanes.held, k - keep, memory_order_seq_cst);
 }
 
 uint64_t blq__lanes_admit(blq *q, blq__lane *l, uint64_t n)
@@ -286,7 +307,7 @@ uint64_t blq__lanes_admit(blq *q, blq__lane *l, uint64_t n)
 	if (l == NULL)
 		return lanes_reserve(q, n);
 
-	uint64_t k = take_credit(&l->credit, n);
+	uint64_t k = take_credit(&blq__lane_cell(q, l)->entered, n);
 
 	if (k == n)
 		return k;
@@ -297,10 +318,14 @@ uint64_t blq__lanes_admit(blq *q, blq__lane *l, uint64_t n)
 		got = take_all_credit(q);
 	uint64_t use = got < want ? got : want;
 
-	/* Release: a thief's acquire sees our reservation's view. */
 	if (got > use)
-		atomic_fetch_add_explicit(&l->credit, got - use, memory_order_release);
+		keep_credit(q, l, got - use);
 	return k + use;
+}
+
+void blq__lanes_unspend(blq *q, blq__lane *l)
+{
+	atomic_fetch_add_explicit(&blq__lane_cell(q, l)->entered, 1, memory_order_release);
 }
 
 uint64_t blq__lanes_items(const blq *q)
@@ -308,7 +333,12 @@ uint64_t blq__lanes_items(const blq *q)
 	uint64_t held = atomic_load_explicit(&q->lanes.held, memory_order_relaxed), idle = 0;
 	unsigned made = atomic_load_explicit(&q->lanes.made, memory_order_acquire);
 
-	for (unsigned i = 0; i < made; i++)
-		idle += atomic_load_explicit(&q->lanes.lane[i].credit, memory_order_relaxed);
+	for (unsigned i = 0; i < made; i++) {
+		uint64_t c = atomic_load_explicit(&q->cells[q->nslots + i].entered,
+						  memory_order_relaxed) &
+			     BLQ__CREDIT_MASK;
+
+		idle += c < BLQ__CREDIT_BORROWED ? c : 0;
+	}
 	return held > idle ? held - idle : 0;
 }

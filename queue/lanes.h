@@ -29,7 +29,10 @@
  * credit and spends them one per item; a producer that finds held full
  * takes the credit of every lane back before it calls the queue full, so
  * credit never makes a queue with room refuse (blq_size and the wake-up
- * of producers count held less the credit). A
+ * of producers count held less the credit). The credit sits in the low
+ * bits of the owner's counter cell's `entered` (internal.h), so the one
+ * locked add that counts a single enqueue in also takes its place
+ * (enqueue.c): two locked instructions per item, not three. A
  * lane's ring is smaller than capacity when capacity is large
  * (BLQ__LANE_SLOTS); a push that finds its lane full goes to the shared
  * rings, which hold capacity, so a reservation always finds a slot.
@@ -82,11 +85,6 @@ typedef struct blq__lane {
 	 * it back (release), which hands the tail and the fields below from
 	 * one owner to the next. On the owner's line, away from the head. */
 	alignas(BLQ__CACHELINE) _Atomic int owned;
-	/* Places reserved in `held` and not used yet: the owner takes one
-	 * per item (a CAS on its own line), refilling BLQ__LANE_CREDIT at a
-	 * time from held; a producer that finds held full takes every
-	 * lane's back (an exchange). So a queue with room never refuses. */
-	_Atomic uint64_t credit;
 	/* Owner only: spilled items may still sit in shared ring
 	 * spill_ring below position spill_end (spilling: since the lane was
 	 * full). */

@@ -308,7 +308,13 @@ static uint64_t fold(const blq *q, size_t offset)
 
 uint64_t blq__fold_in(const blq *q)
 {
-	return fold(q, offsetof(blq__cell, entered)) + fold(q, offsetof(blq__cell, extra)) -
+	uint64_t entered = 0;
+
+	/* Packed with a lane's credit below BLQ__ENTER_SHIFT (internal.h). */
+	for (unsigned i = 0; i < q->ncells; i++)
+		entered += atomic_load_explicit(&q->cells[i].entered, memory_order_relaxed) >>
+			   BLQ__ENTER_SHIFT;
+	return entered + fold(q, offsetof(blq__cell, extra)) -
 	       fold(q, offsetof(blq__cell, refused));
 }
 

@@ -129,6 +129,11 @@ check:
 		abort();
 }
 
+void blq__push_placed(blq *q, blq__lane *l, const blq__item *it)
+{
+	push_reserved(q, l, it, NULL, 1);
+}
+
 bool blq__push_any(blq *q, const blq__item *it)
 {
 	unsigned n = q->nrings;
