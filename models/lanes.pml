@@ -29,9 +29,9 @@
  *   passed its last spilled item (spill_over).
  * - Workers (worker.c next_item): look at the home lane (index modulo
  *   NP), the other lanes, then the shared ring, one take attempt a step
- *   (blq__pop_rings); after a take release_held (a seq_cst fetch_sub,
- *   the StoreLoad barrier) and after_take (space.waiters, held <= CAP/2,
- *   claim, wake all). Sleep: prepare(items), look again (cancel on
+ *   (blq__pop_rings); right after a take release_held (pop_counted: a
+ *   seq_cst fetch_sub, the StoreLoad barrier), and once next_item has
+ *   returned after_take (space.waiters, held <= CAP/2, claim, wake all). Sleep: prepare(items), look again (cancel on
  *   success), closed and no producer in flight: one more look, cancel,
  *   exit when empty; else wait. The pass-on when woken and held > 1
  *   (blq__taken_items is held with lanes). At exit notify(items, 1).
@@ -490,7 +490,24 @@ inline take_at(s0, ok)
 #define take_at(s0, ok) take1(s0, ok)
 #endif
 
-/* blq__pop_rings: the home lane, the other lane, the shared ring's head. */
+/* pop_counted's release_held (a seq_cst fetch_sub: the StoreLoad barrier
+ * before after_take reads space's waiters). NO_RELEASE_BARRIER: that load
+ * passes the sub (it is taken first, into sw). RELEASE_EARLY released
+ * already. */
+inline release()
+{
+#ifdef NO_RELEASE_BARRIER
+	atomic { sw = (waiters[SPACE] != 0) };
+#endif
+#ifndef RELEASE_EARLY
+	atomic { flush(); held--; win--; QUIET }
+#else
+	skip
+#endif
+}
+
+/* blq__pop_rings: the home lane, the other lane, the shared ring's head;
+ * each take released at once (pop_counted). */
 inline take(ok)
 {
 	take_at((me - NP) % NP, ok);
@@ -503,24 +520,23 @@ inline take(ok)
 	if
 	:: !ok -> take_at(NP + shead % CAP, ok)
 	:: else
+	fi;
+	if
+	:: ok -> release()
+	:: else
 	fi
 }
 
-/* release_held (seq_cst fetch_sub: the barrier), then after_take. */
-inline release_and_wake()
+/* after_take: space's waiters (after the release, its barrier), held at
+ * half, claim, wake all. */
+inline after_take()
 {
-#ifdef NO_RELEASE_BARRIER
-	atomic { ok = (waiters[SPACE] != 0) };
-#endif
-#ifndef RELEASE_EARLY
-	atomic { flush(); held--; win--; QUIET };
-#endif
 #ifndef NO_RELEASE_BARRIER
-	atomic { ok = (waiters[SPACE] != 0) };
+	atomic { sw = (waiters[SPACE] != 0) };
 #endif
 #ifndef NO_SPACE_WAKE
 	if
-	:: ok ->
+	:: sw ->
 		if
 		:: held <= CAP / 2 ->
 			ec_claim(SPACE, ok);
@@ -533,6 +549,7 @@ inline release_and_wake()
 	:: else
 	fi;
 #endif
+	sw = 0;
 	ok = 0
 }
 
@@ -540,6 +557,7 @@ proctype Worker(byte me)
 {
 	bit ok;
 	bit slept;
+	bit sw;			/* space's waiters, as after_take read them */
 	byte got;
 	byte s;
 	byte t;
@@ -598,7 +616,7 @@ progress_take:
 	}
 #endif
 	got = 0;
-	release_and_wake();
+	after_take();
 	goto look;
 out:
 	ec_notify(ITEMS, 1);
