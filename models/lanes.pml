@@ -26,14 +26,20 @@
  *   the lane, else the shared ring (push_reserved's abort() is an
  *   assertion here). Spilling (lanes.h, "Order"): once the lane was full
  *   the producer keeps to the shared ring until that ring's head has
- *   passed its last spilled item (spill_over).
- * - Workers (worker.c next_item): look at the home lane (index modulo
- *   NP), the other lanes, then the shared ring, one take attempt a step
- *   (blq__pop_rings); right after a take release_held (pop_counted: a
- *   seq_cst fetch_sub, the StoreLoad barrier), and once next_item has
- *   returned after_take (space.waiters, held <= CAP/2, claim, wake all). Sleep: prepare(items), look again (cancel on
- *   success), closed and no producer in flight: one more look, cancel,
- *   exit when empty; else wait. The pass-on when woken and held > 1
+ *   passed its last spilled item (spill_over). A lane found full begins
+ *   a spill episode: spills++ (seq_cst) before the push into the shared
+ *   ring.
+ * - Workers (worker.c next_item): load spills, look at the home lane
+ *   (index modulo NP), the other lanes, then the shared ring, one take
+ *   attempt a step (blq__pop_rings); the shared ring's take is
+ *   blq__ring_take_if: the copy and the load of spills (nothing when it
+ *   moved since), then the CAS on head; nothing found and spills moved:
+ *   look again. Right after a take release_held (pop_counted: a seq_cst
+ *   fetch_sub, the StoreLoad barrier), and once next_item has returned
+ *   after_take (space.waiters, held <= CAP/2, claim, wake all). Sleep:
+ *   prepare(items), look again (cancel on success), closed and no
+ *   producer in flight: one more look, cancel, exit when empty; else
+ *   wait. The pass-on when woken and held > 1
  *   (blq__taken_items is held with lanes). At exit notify(items, 1).
  * - Producers (enqueue.c, engine_rings.c place): entered++ (locked), load
  *   of closed (refuse: leave and stop), reserve; when full: prepare(space),
@@ -58,9 +64,9 @@
  * thread is between its reservation and its push or between its take and
  * its release, held equals the items in the rings; the reservation always
  * finds a slot; every item taken at most once; at the end every accepted
- * item taken once, held 0, no waiter left. -DCHECK_ORDER adds: a worker
- * takes each producer's items in the order they were enqueued (it fails:
- * see docs/model-check.md, "Order").
+ * item taken once, held 0, no waiter left; a worker takes each
+ * producer's items in the order they were enqueued (lanes.h, "Order";
+ * -DNO_ORDER_CHECK leaves that out).
  *
  * Broken variants (spin -DNAME), each must give an error trail:
  *   RELEASE_EARLY       release_held before the take's CAS on head (a
@@ -75,6 +81,10 @@
  *   CLOSED_FIRST        (with CLOSE_ANY) a producer reads closed before
  *                       it counts itself in: the workers exit and its
  *                       item stays in a ring
+ *   NO_SPILL_GUARD      no spill count (the code at 4f64a50): a worker
+ *                       whose look passed a lane before the producer's
+ *                       older item got there takes the newer, spilled
+ *                       one first
  *
  * Sizes: NP producers (1..2), NW workers (1..2), K items per producer
  * (1..3), CAP capacity (1..2).
@@ -123,6 +133,7 @@ byte bs[NP];			/* 1 + the slot a producer's buffer holds */
 byte shead;			/* the shared ring's head, tail (positions) */
 byte stail;
 
+byte spills;			/* spill episodes begun (lanes.spills) */
 byte held;			/* the admission counter */
 byte occ;			/* items in the rings (claimed slots included) */
 byte win;			/* threads between reserve and push, take and release */
@@ -308,9 +319,10 @@ inline reserve(ok)
 
 /* push_reserved of one item: the lane (reserve_sp: room by its head, a
  * plain store of the tail, the slot's publication buffered) unless it is
- * full or spilled items of ours may still wait in the shared ring; else
- * the shared ring (a CAS on its tail, which drains our buffer; its room
- * by its head), and spilling from then on. */
+ * full or spilled items of ours may still wait in the shared ring. A lane
+ * found full begins a spill: spills++ (seq_cst, locked), then, as when
+ * still spilling, the shared ring (a CAS on its tail, which drains our
+ * buffer; its room by its head), spilling from then on. */
 inline push_reserved()
 {
 	atomic {
@@ -321,8 +333,23 @@ inline push_reserved()
 			slot[me] = FILLING;
 			item[me] = 1 + me * K + k;
 			sb[me] = me + 1;
-			bs[me] = me + 1
-		:: else ->
+			bs[me] = me + 1;
+			occ++;
+			win--;
+			QUIET;
+			ok = 1
+		:: (!spilling || shead >= spill_end) && slot[me] != FREE ->
+#ifndef NO_SPILL_GUARD
+			flush();
+			spills++;
+#endif
+			ok = 0
+		:: else -> ok = 0
+		fi
+	}
+	if
+	:: !ok ->
+		atomic {
 			/* Cannot fail: held reserved the room (the abort). */
 			assert(stail - shead < CAP);
 			flush();
@@ -335,12 +362,14 @@ inline push_reserved()
 			stail++;
 			spilling = 1;
 			spill_end = stail;
-			s = 0
-		fi;
-		occ++;
-		win--;
-		QUIET
-	}
+			s = 0;
+			occ++;
+			win--;
+			QUIET
+		}
+	:: else
+	fi;
+	ok = 0
 }
 
 proctype Producer(byte me)
@@ -506,21 +535,57 @@ inline release()
 #endif
 }
 
-/* blq__pop_rings: the home lane, the other lane, the shared ring's head;
- * each take released at once (pop_counted). */
+/* The shared ring's head, taken only when no spill began since the look
+ * at the lanes (blq__ring_take_if with the lanes' spill count): the copy
+ * and the guard's load in one step, the CAS on head in the next (it
+ * fails when another worker moved the head meanwhile). NO_SPILL_GUARD
+ * (the code before the guard): no guard, one step. */
+inline take_shared(ok)
+{
+#ifdef NO_SPILL_GUARD
+	take_at(NP + shead % CAP, ok)
+#else
+	atomic {
+		s = NP + shead % CAP;
+		observe(s);
+		if
+		:: slot[s] == FULL && spills == seen -> hpos = shead + 1
+		:: else -> hpos = 0
+		fi;
+		s = 0
+	}
+	if
+	:: hpos != 0 && shead == hpos - 1 -> take_at(NP + shead % CAP, ok)
+	:: else -> ok = 0
+	fi;
+	hpos = 0
+#endif
+}
+
+/* blq__pop_rings: the spill count, the home lane, the other lane, the
+ * shared ring; nothing, and a spill began meanwhile: look again. Each
+ * take released at once (pop_counted). */
 inline take(ok)
 {
-	take_at((me - NP) % NP, ok);
+	do
+	:: seen = spills;
+		take_at((me - NP) % NP, ok);
 #if NP > 1
-	if
-	:: !ok -> take_at((me - NP + 1) % NP, ok)
-	:: else
-	fi;
+		if
+		:: !ok -> take_at((me - NP + 1) % NP, ok)
+		:: else
+		fi;
 #endif
-	if
-	:: !ok -> take_at(NP + shead % CAP, ok)
-	:: else
-	fi;
+		if
+		:: !ok -> take_shared(ok)
+		:: else
+		fi;
+		if
+		:: ok || spills == seen -> break
+		:: else
+		fi
+	od;
+	seen = 0;
 	if
 	:: ok -> release()
 	:: else
@@ -558,10 +623,12 @@ proctype Worker(byte me)
 	bit ok;
 	bit slept;
 	bit sw;			/* space's waiters, as after_take read them */
+	byte seen;		/* the spill count at the look at the lanes */
+	byte hpos;		/* 1 + the shared head a guarded take copied at */
 	byte got;
 	byte s;
 	byte t;
-#ifdef CHECK_ORDER
+#ifndef NO_ORDER_CHECK
 	byte last[NP];		/* 1 + the number of each producer's last item */
 #endif
 
@@ -607,7 +674,7 @@ progress_take:
 	t = 0;
 	ok = 0;
 	slept = 0;
-#ifdef CHECK_ORDER
+#ifndef NO_ORDER_CHECK
 	atomic {
 		t = (got - 1) / K;
 		assert((got - 1) % K + 1 > last[t]);

@@ -1,7 +1,8 @@
 /* The order finding of models/lanes.pml (docs/model-check.md, "Order"),
- * in C: one producer, one worker, capacity 2000 (lanes of 512, one shared
- * ring). The worker holds item 1 while the producer enqueues 2..601 (512
- * into its lane, 88 spilled into the shared ring), then drains. Prints
+ * in C: one producer, one worker, capacity 10000 (lanes of 4096 since
+ * a75d3e1, of 512 before; one shared ring). The worker holds item 1 while
+ * the producer enqueues 2..4601 (4096 into its lane, 504 spilled into
+ * the shared ring), then drains. Prints
  * the first inversion of the producer's order; exits 1 when there is one.
  * Not built by CMake; against a build tree:
  *   gcc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -I<build>/include \
@@ -14,7 +15,7 @@
 #include <unistd.h>
 
 static atomic_int go;
-static uintptr_t seen[1000];
+static uintptr_t seen[5000];
 static atomic_uint n;
 
 static int work(void *ctx, void *payload, blq_task *task)
@@ -32,14 +33,14 @@ int main(void)
 {
 	blq_config cfg = {0};
 	blq_error err;
-	cfg.capacity = 2000;
+	cfg.capacity = 10000;
 	cfg.workers = 1;
 	cfg.worker = work;
 	blq *q = blq_new(&cfg, &err);
 	if (q == NULL) { printf("blq_new failed\n"); return 2; }
 	blq_enqueue(q, (void *)1);
 	usleep(100000); /* the worker holds item 1 */
-	for (uintptr_t i = 2; i <= 601; i++)
+	for (uintptr_t i = 2; i <= 4601; i++)
 		if (blq_enqueue(q, (void *)i) != 0) { printf("enqueue %lu failed\n", (unsigned long)i); return 2; }
 	atomic_store(&go, 1);
 	blq_close(q);
@@ -50,7 +51,7 @@ int main(void)
 				printf("inversion at take %u: %lu after %lu\n", i, (unsigned long)seen[i], (unsigned long)seen[i - 1]);
 		}
 	printf("%u items, %u inversions\n", m, bad);
-	printf("order:"); for (unsigned i = 480; i < 540 && i < m; i++) printf(" %lu", (unsigned long)seen[i]); printf("\n");
+	printf("order:"); for (unsigned i = 4070; i < 4130 && i < m; i++) printf(" %lu", (unsigned long)seen[i]); printf("\n");
 	blq_free(q);
 	return bad != 0;
 }
