@@ -6,6 +6,10 @@
  * it on its own); this one checks what lanes put around it.
  * scripts/model_check.sh runs it; docs/model-check.md has the results.
  *
+ * The code modelled: main at a75d3e1 (per-item reservation of held, the
+ * spill count). f05d723's lane credit (held reserved 32 at a time into a
+ * lane, taken back by a producer that finds held full) is not modelled.
+ *
  * Design
  * - Rings: NP lanes of one slot each (queue/rings.c push_reserved: the
  *   owner's push is blq__ring_reserve_sp, the tail a plain store) and one
