@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # Model-checks the wait/wake protocol (models/ec.pml: the event count of
-# util/ec.h around a ring that fills and empties) with SPIN: the model as
-# the code is must pass an exhaustive search in each size below, and each
-# broken variant (a barrier or an acknowledgement taken out) must give an
-# error trail. One line per check, then "model check: N passed, N failed";
+# util/ec.h around a ring that fills and empties) and the lanes
+# (models/lanes.pml: a ring per producer behind the admission counter
+# `held`, stealing workers, the sleep on a full queue and the close) with
+# SPIN: the model as the code is must pass an exhaustive search in each
+# size below, each broken variant (a barrier, an acknowledgement, a wake,
+# the counter's order or the spill guard taken out) must give an error
+# trail. One line per check, then "model check: N passed, N failed";
 # the exit status is non-zero when any check went wrong. Builds in a
 # temporary directory (MODEL_CHECK_KEEP=1 keeps it, with the trails).
 # docs/model-check.md says what is modelled and what each variant shows.
 #
 # Environment: MODEL_CHECK_TIMEOUT, seconds per search (default 300);
-# MODEL_CHECK_MEMLIM, megabytes per search (default 2048).
+# MODEL_CHECK_MEMLIM, megabytes per search (default 2048);
+# MODEL_CHECK_FULL=1, three more sizes of lanes.pml (below).
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-model=$root/models/ec.pml
 timeout_s=${MODEL_CHECK_TIMEOUT:-300}
 memlim=${MODEL_CHECK_MEMLIM:-2048}
 
@@ -25,7 +28,7 @@ for tool in spin gcc timeout; do
 	fi
 done
 
-# Where a failed search's trail is ("spin -t -p <flags> ec.pml" there
+# Where a failed search's trail is ("spin -t -p <flags> <model>" there
 # replays it): <n> is the search's number.
 work=$(mktemp -d /tmp/blq-model-check.XXXXXX) || exit 2
 if [ "${MODEL_CHECK_KEEP:-0}" = 1 ]; then
@@ -39,7 +42,8 @@ fi
 passed=0
 failed=0
 
-# Sizes of the correct model's runs (each a full search of a few seconds):
+# models/ec.pml, sizes of the correct model's runs (each a full search of
+# a few seconds):
 #   1 producer, 2 workers, 2 items, ring of 1, with the balancer's stop
 #   2 producers, 2 workers, 1 item each, ring of 1 (no stop: too large)
 #   1 producer, 2 workers, 3 items, ring of 2 (the half-drain wake), stop
@@ -51,17 +55,49 @@ sizes=("-DNP=1 -DNW=2 -DK=2 -DCAP=1"
 # The broken variants, checked in the first size.
 broken=(NO_TAKE_BARRIER NO_HANDOFF_FENCE NO_ACK ACK_BEFORE_SNAP)
 
+# models/lanes.pml (lanes of 1 slot, a shared ring of CAP; K items per
+# producer), sizes of the correct model's runs:
+#   2 producers, 1 worker, 2 items each, capacity 2: two lanes, spills,
+#     producers asleep on a full queue, the worker steals
+#   1 producer, 2 workers, 2 items, capacity 1: a lane as large as the
+#     capacity (no spill), the producer asleep, two workers
+#   CLOSE_ANY, the close at any moment (producers refused): 1 producer,
+#     1 worker, 2 items, capacity 2
+# and with MODEL_CHECK_FULL=1 also (about 30 s more of pan, and a compile
+# each):
+#   1 producer, 2 workers, 2 items, capacity 2: two workers on one lane
+#     and the shared ring, spills, the producer asleep
+#   2 producers, 2 workers, 1 item each, capacity 2: stealing both ways
+#     (11 million states)
+#   CLOSE_ANY: 2 producers, 1 worker, 1 item each, capacity 2
+lanes_sizes=("-DNP=2 -DNW=1 -DK=2 -DCAP=2"
+	"-DNP=1 -DNW=2 -DK=2 -DCAP=1"
+	"-DNP=1 -DNW=1 -DK=2 -DCAP=2 -DCLOSE_ANY")
+if [ "${MODEL_CHECK_FULL:-0}" = 1 ]; then
+	lanes_sizes+=("-DNP=1 -DNW=2 -DK=2 -DCAP=2"
+		"-DNP=2 -DNW=2 -DK=1 -DCAP=2"
+		"-DNP=2 -DNW=1 -DK=1 -DCAP=2 -DCLOSE_ANY")
+fi
+# Broken variants, each with the size it fails in (NO_RELEASE_BARRIER
+# needs every item of a full queue in a take whose release is late:
+# docs/model-check.md).
+lanes_broken=("-DRELEASE_EARLY -DNP=2 -DNW=1 -DK=2 -DCAP=2"
+	"-DNO_SPACE_WAKE -DNP=2 -DNW=1 -DK=2 -DCAP=2"
+	"-DNO_RELEASE_BARRIER -DNP=1 -DNW=2 -DK=2 -DCAP=1"
+	"-DCLOSED_FIRST -DCLOSE_ANY -DNP=1 -DNW=1 -DK=2 -DCAP=2"
+	"-DNO_SPILL_GUARD -DNP=2 -DNW=1 -DK=2 -DCAP=2")
+
 # Runs one search: spin -a, gcc (-O2; -O0 for the broken variants, whose
 # searches are tiny: compiling pan.c at -O2 takes longer than they do),
 # pan. Sets `out` (pan's output) and `secs`; non-zero when it could not run.
 n=0
 search() {
-	local defs=$1 opt=$2 dir
+	local name=$1 defs=$2 opt=$3 dir
 	n=$((n + 1))
 	dir=$work/$n
-	mkdir -p "$dir" && cp "$model" "$dir/ec.pml" || return 1
+	mkdir -p "$dir" && cp "$root/models/$name" "$dir/$name" || return 1
 	# shellcheck disable=SC2086 # $defs is a list of -D flags
-	if ! (cd "$dir" && spin -a $defs ec.pml >spin.log 2>&1); then
+	if ! (cd "$dir" && spin -a $defs "$name" >spin.log 2>&1); then
 		out="spin -a failed: $(tail -n 3 "$dir/spin.log" | tr '\n' ' ')"
 		return 1
 	fi
@@ -94,12 +130,13 @@ field() { # the number before "$1" on pan's summary lines
 	sed -n "s/^ *\([0-9][0-9.e+]*\) $1.*/\1/p" <<<"$out" | head -n 1
 }
 
-for s in "${sizes[@]}"; do
-	label="correct ${s//-D/}"
-	if ! search "$s" -O2; then
+# The model as the code is, in one size: must pass a complete search.
+check_correct() {
+	local name=$1 s=$2 label=$3
+	if ! search "$name" "$s" -O2; then
 		failed=$((failed + 1))
 		echo "model check: $label: FAILED ($out)"
-		continue
+		return
 	fi
 	errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' <<<"$out" | tail -n 1)
 	depth=$(sed -n 's/.*depth reached \([0-9]*\).*/\1/p' <<<"$out" | tail -n 1)
@@ -111,14 +148,16 @@ for s in "${sizes[@]}"; do
 		why=$(grep -m 1 -E '^pan:[0-9]|error: max search depth|Search not completed|MEMLIM' <<<"$out")
 		echo "model check: $label: FAILED (errors: ${errors:-?}; ${why:-no summary}; ${where/<n>/$n})"
 	fi
-done
+}
 
-for v in "${broken[@]}"; do
-	label="broken -D$v ${sizes[0]//-D/}"
-	if ! search "${sizes[0]} -D$v" -O0; then
+# A broken variant: must give an error trail. $4: what it means when
+# none is found.
+check_fails() {
+	local name=$1 s=$2 label=$3 lost=$4
+	if ! search "$name" "$s" -O0; then
 		failed=$((failed + 1))
 		echo "model check: $label: FAILED ($out)"
-		continue
+		return
 	fi
 	errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' <<<"$out" | tail -n 1)
 	if [ -n "$errors" ] && [ "$errors" -gt 0 ]; then
@@ -127,9 +166,23 @@ for v in "${broken[@]}"; do
 		echo "model check: $label: fails as it must ($what; $(field 'states, stored') states, $secs s)"
 	else
 		failed=$((failed + 1))
-		echo "model check: $label: FAILED (no error found: the model no longer tells this variant apart)"
+		echo "model check: $label: FAILED (no error found: $lost)"
 	fi
-done
+}
 
+for s in "${sizes[@]}"; do
+	check_correct ec.pml "$s" "correct ${s//-D/}"
+done
+for v in "${broken[@]}"; do
+	check_fails ec.pml "${sizes[0]} -D$v" "broken -D$v ${sizes[0]//-D/}" \
+		"the model no longer tells this variant apart"
+done
+for s in "${lanes_sizes[@]}"; do
+	check_correct lanes.pml "$s" "lanes correct ${s//-D/}"
+done
+for s in "${lanes_broken[@]}"; do
+	check_fails lanes.pml "$s" "lanes broken ${s/-D/-D}" \
+		"the model no longer tells this variant apart"
+done
 echo "model check: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

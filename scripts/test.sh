@@ -228,10 +228,11 @@ if [ "$fuzz_seconds" -gt 0 ]; then
 fi
 
 # --- the wait/wake protocol, model-checked (SPIN) --------------------------
-# models/ec.pml through scripts/model_check.sh (docs/model-check.md): the
-# model as the code is passes each exhaustive search, and each broken
-# variant gives an error trail. One count per check, from its summary line.
-log "model check: the event count's wait/wake protocol (SPIN)"
+# models/ec.pml and models/lanes.pml through scripts/model_check.sh
+# (docs/model-check.md): the models as the code is pass each exhaustive
+# search, and each broken variant (and each known finding) gives an error
+# trail. One count per check, from its summary line.
+log "model check: the wait/wake protocol and the lanes (SPIN)"
 scripts/model_check.sh >build/test-model-check.log 2>&1
 mc_rc=$?
 cat build/test-model-check.log

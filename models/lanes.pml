@@ -1,0 +1,732 @@
+/*
+ * A SPIN model of blq's lanes (queue/lanes.h): a ring per producer behind
+ * one exact capacity, the admission counter `held`, the workers' stealing,
+ * the producers' sleep on a full queue and its wake-up, and the close.
+ * The event count is ec.pml's, statement by statement (that model checks
+ * it on its own); this one checks what lanes put around it.
+ * scripts/model_check.sh runs it; docs/model-check.md has the results.
+ *
+ * The code modelled: main at a75d3e1 (per-item reservation of held, the
+ * spill count). f05d723's lane credit (held reserved 32 at a time into a
+ * lane, taken back by a producer that finds held full) is not modelled.
+ *
+ * Design
+ * - Rings: NP lanes of one slot each (queue/rings.c push_reserved: the
+ *   owner's push is blq__ring_reserve_sp, the tail a plain store) and one
+ *   shared ring of CAP slots (streams = 1; its tail moved by a CAS), so a
+ *   lane is smaller than capacity whenever CAP > 1 and a producer's second
+ *   item spills. A slot is FREE, FILLING (position claimed, publication
+ *   not yet in memory) or FULL, and carries its item (producer, number).
+ *   A take is one locked step: the copy out and the CAS on head that
+ *   frees the slot (util/ring.h blq__ring_take). The lane's tail is seen
+ *   by its owner only (workers find items by the slots' sequence
+ *   numbers), so it is not modelled apart from the slot it fills.
+ * - x86-TSO as in ec.pml: a slot's publication (the release store of its
+ *   sequence number) sits in its producer's store buffer until that
+ *   thread's next locked instruction, or drains by itself at any moment
+ *   (explored lazily, when another thread reads the slot).
+ * - held (blq__lanes_reserve): a relaxed load, and when below CAP a CAS
+ *   to held + 1 (locked); then the push. The reservation guarantees room:
+ *   the lane, else the shared ring (push_reserved's abort() is an
+ *   assertion here). Spilling (lanes.h, "Order"): once the lane was full
+ *   the producer keeps to the shared ring until that ring's head has
+ *   passed its last spilled item (spill_over). A lane found full begins
+ *   a spill episode: spills++ (seq_cst) before the push into the shared
+ *   ring.
+ * - Workers (worker.c next_item): load spills, look at the home lane
+ *   (index modulo NP), the other lanes, then the shared ring, one take
+ *   attempt a step (blq__pop_rings); the shared ring's take is
+ *   blq__ring_take_if: the copy and the load of spills (nothing when it
+ *   moved since), then the CAS on head; nothing found and spills moved:
+ *   look again. Right after a take release_held (pop_counted: a seq_cst
+ *   fetch_sub, the StoreLoad barrier), and once next_item has returned
+ *   after_take (space.waiters, held <= CAP/2, claim, wake all). Sleep:
+ *   prepare(items), look again (cancel on success), closed and no
+ *   producer in flight: one more look, cancel, exit when empty; else
+ *   wait. The pass-on when woken and held > 1
+ *   (blq__taken_items is held with lanes). At exit notify(items, 1).
+ * - Producers (enqueue.c, engine_rings.c place): entered++ (locked), load
+ *   of closed (refuse: leave and stop), reserve; when full: prepare(space),
+ *   reserve again (cancel on success), closed: cancel, refuse; wait;
+ *   closed: refuse; again. After a push blq__handoff: left++ (locked, the
+ *   barrier), items.waiters, claim, wake one; closed: blq__wake_all.
+ * - The closer (close.c begin_close, then the finish): closed = 1
+ *   (seq_cst store), blq__wake_all (items and space, wake-alls), then
+ *   waits for every producer to leave and every worker to exit. By default
+ *   it closes once the producers have returned (the application joins
+ *   them, then closes), so every item must get in and be taken: a close
+ *   cannot hide a producer's lost wake-up. -DCLOSE_ANY: it closes at any
+ *   moment, producers get refused, and the close protocol (entered, then
+ *   closed; the workers' sum of left, then entered) is what is checked.
+ * - blq__inflight: all `left` then all `entered`, two loads here.
+ *
+ * Checked (pan -DSAFETY): no invalid end state (a thread asleep for good
+ * while there is an item to take or room to push: a lost wake-up; or a
+ * worker that never exits, or a closer that never finishes); assertions:
+ * held in [0, CAP] (a byte: a decrement below 0 wraps above CAP) and the
+ * rings never holding more than CAP items (exact capacity); whenever no
+ * thread is between its reservation and its push or between its take and
+ * its release, held equals the items in the rings; the reservation always
+ * finds a slot; every item taken at most once; at the end every accepted
+ * item taken once, held 0, no waiter left; a worker takes each
+ * producer's items in the order they were enqueued (lanes.h, "Order";
+ * -DNO_ORDER_CHECK leaves that out).
+ *
+ * Broken variants (spin -DNAME), each must give an error trail:
+ *   RELEASE_EARLY       release_held before the take's CAS on head (a
+ *                       worker that finds a full slot releases, then
+ *                       takes; gives the unit back when it loses the
+ *                       race): the rings hold CAP + 1 items
+ *   NO_SPACE_WAKE       after_take's wake of space_ec left out: a
+ *                       producer sleeps for good on a drained queue
+ *   NO_RELEASE_BARRIER  release_held not a barrier before after_take's
+ *                       load of space.waiters (the load passes the sub,
+ *                       as a non-x86 RMW without a fence may): same
+ *   CLOSED_FIRST        (with CLOSE_ANY) a producer reads closed before
+ *                       it counts itself in: the workers exit and its
+ *                       item stays in a ring
+ *   NO_SPILL_GUARD      no spill count (the code at 4f64a50): a worker
+ *                       whose look passed a lane before the producer's
+ *                       older item got there takes the newer, spilled
+ *                       one first
+ *
+ * Sizes: NP producers (1..2), NW workers (1..2), K items per producer
+ * (1..3), CAP capacity (1..2).
+ */
+
+#ifndef NP
+#define NP 2
+#endif
+#ifndef NW
+#define NW 2
+#endif
+#ifndef K
+#define K 2
+#endif
+#ifndef CAP
+#define CAP 2
+#endif
+#if NP < 1 || NP > 2 || NW < 1 || NW > 2 || K < 1 || K > 3 || CAP < 1 || CAP > 2
+#error "NP 1..2, NW 1..2, K 1..3, CAP 1..2"
+#endif
+
+#define N (NP * K)		/* items in all */
+#define NPROC (NP + NW)		/* producers 0..NP-1, workers NP..NPROC-1 */
+#define NS (NP + CAP)		/* slots: lane p is slot p, the shared ring NP.. */
+
+#define ITEMS 0
+#define SPACE 1
+
+#define FREE 0
+#define FILLING 1
+#define FULL 2
+
+/* Event counts, as in ec.pml: per thread IDLE, SNAP, MOVED, ASLEEP. */
+#define IDLE 0
+#define SNAP 1
+#define MOVED 2
+#define ASLEEP 3
+byte waiters[2];
+bit pending[2];
+byte st[NPROC];
+
+byte slot[NS];
+byte item[NS];			/* 1 + producer * K + number; 0: none */
+byte sb[NS];			/* 1 + the thread whose publication is buffered */
+byte bs[NP];			/* 1 + the slot a producer's buffer holds */
+byte shead;			/* the shared ring's head, tail (positions) */
+byte stail;
+
+byte spills;			/* spill episodes begun (lanes.spills) */
+byte held;			/* the admission counter */
+byte occ;			/* items in the rings (claimed slots included) */
+byte win;			/* threads between reserve and push, take and release */
+byte entered;
+byte left;
+bit closed;
+
+/* Bookkeeping, not protocol. */
+byte once;			/* bit per item taken */
+byte consumed;
+byte accepted;
+byte pdone;			/* producers returned */
+byte wdone;			/* workers exited */
+
+#define DRAIN(s) slot[s] = FULL; bs[sb[s] - 1] = 0; sb[s] = 0
+
+inline flush()
+{
+	if
+	:: me < NP && bs[me] != 0 ->
+		slot[bs[me] - 1] = FULL; sb[bs[me] - 1] = 0; bs[me] = 0
+	:: else
+	fi
+}
+
+inline observe(s)
+{
+	if
+	:: sb[s] != 0 && sb[s] != me + 1 ->
+		if
+		:: DRAIN(s)
+		:: skip
+		fi
+	:: else
+	fi
+}
+
+#define LOCKED(stmt) atomic { flush(); stmt }
+
+/* held == the items in the rings whenever nobody is between the two. */
+#define QUIET assert(held <= CAP && occ <= CAP); \
+	if :: win == 0 -> assert(held == occ) :: else fi
+
+/* ---- the event count (ec.pml) ---- */
+
+inline ec_ack(e)
+{
+	LOCKED(pending[e] = 0)
+}
+
+inline ec_prepare(e)
+{
+	LOCKED(waiters[e]++);
+	st[me] = SNAP;
+	ec_ack(e)
+}
+
+inline ec_cancel(e)
+{
+	LOCKED(waiters[e]--; st[me] = IDLE);
+	ec_ack(e)
+}
+
+inline futex_wait()
+{
+	atomic {
+		if
+		:: st[me] == SNAP -> st[me] = ASLEEP
+		:: else -> st[me] = IDLE
+		fi;
+		st[me] != ASLEEP
+	}
+}
+
+inline ec_wait(e)
+{
+	futex_wait();
+	LOCKED(waiters[e]--);
+	ec_ack(e)
+}
+
+#define BUMP(i) if :: st[i] == SNAP -> st[i] = MOVED :: else fi
+#define WAKE(i) if :: st[i] == ASLEEP -> st[i] = IDLE :: else fi
+#define WAKE_ONE(i) :: st[i] == ASLEEP -> st[i] = IDLE
+inline ec_wake_slow(e, n)
+{
+	atomic {
+		flush();
+		if
+		:: e == ITEMS ->
+			BUMP(NP);
+#if NW > 1
+			BUMP(NP + 1);
+#endif
+		:: else ->
+			BUMP(0);
+#if NP > 1
+			BUMP(1);
+#endif
+		fi
+	}
+	atomic {
+		if
+		:: e == ITEMS && n == 0 ->
+			WAKE(NP);
+#if NW > 1
+			WAKE(NP + 1);
+#endif
+		:: e == ITEMS && n != 0 ->
+			if
+			WAKE_ONE(NP)
+#if NW > 1
+			WAKE_ONE(NP + 1)
+#endif
+			:: else
+			fi
+		:: e == SPACE && n == 0 ->
+			WAKE(0);
+#if NP > 1
+			WAKE(1);
+#endif
+		:: e == SPACE && n != 0 ->
+			if
+			WAKE_ONE(0)
+#if NP > 1
+			WAKE_ONE(1)
+#endif
+			:: else
+			fi
+		fi
+	}
+}
+
+inline ec_claim(e, ok)
+{
+	atomic {
+		if
+		:: pending[e] == 0 -> flush(); pending[e] = 1; ok = 1
+		:: else -> ok = 0
+		fi
+	}
+}
+
+inline ec_notify(e, n)
+{
+	atomic { flush(); ok = (waiters[e] != 0) };
+	if
+	:: ok ->
+		if
+		:: n == 0
+		:: else -> ec_claim(e, ok)
+		fi;
+		if
+		:: ok -> ec_wake_slow(e, n)
+		:: else
+		fi;
+		ok = 0
+	:: else
+	fi
+}
+
+/* blq__wake_all: the items and space event counts (the others are not
+ * modelled). */
+inline wake_all()
+{
+	ec_notify(ITEMS, 0);
+	ec_notify(SPACE, 0)
+}
+
+/* ---- producers ---- */
+
+/* blq__lanes_reserve: a relaxed load of held; below CAP, the CAS. A
+ * load that finds it full writes nothing (no locked instruction). */
+inline reserve(ok)
+{
+	atomic {
+		if
+		:: held < CAP -> flush(); held++; win++; ok = 1; QUIET
+		:: else -> ok = 0
+		fi
+	}
+}
+
+/* push_reserved of one item: the lane (reserve_sp: room by its head, a
+ * plain store of the tail, the slot's publication buffered) unless it is
+ * full or spilled items of ours may still wait in the shared ring. A lane
+ * found full begins a spill: spills++ (seq_cst, locked), then, as when
+ * still spilling, the shared ring (a CAS on its tail, which drains our
+ * buffer; its room by its head), spilling from then on. */
+inline push_reserved()
+{
+	atomic {
+		assert(bs[me] == 0);
+		if
+		:: (!spilling || shead >= spill_end) && slot[me] == FREE ->
+			spilling = 0;
+			slot[me] = FILLING;
+			item[me] = 1 + me * K + k;
+			sb[me] = me + 1;
+			bs[me] = me + 1;
+			occ++;
+			win--;
+			QUIET;
+			ok = 1
+		:: (!spilling || shead >= spill_end) && slot[me] != FREE ->
+#ifndef NO_SPILL_GUARD
+			flush();
+			spills++;
+#endif
+			ok = 0
+		:: else -> ok = 0
+		fi
+	}
+	if
+	:: !ok ->
+		atomic {
+			/* Cannot fail: held reserved the room (the abort). */
+			assert(stail - shead < CAP);
+			flush();
+			s = NP + stail % CAP;
+			assert(slot[s] == FREE);
+			slot[s] = FILLING;
+			item[s] = 1 + me * K + k;
+			sb[s] = me + 1;
+			bs[me] = s + 1;
+			stail++;
+			spilling = 1;
+			spill_end = stail;
+			s = 0;
+			occ++;
+			win--;
+			QUIET
+		}
+	:: else
+	fi;
+	ok = 0
+}
+
+proctype Producer(byte me)
+{
+	bit ok;
+	bit spilling;
+	byte spill_end;
+	byte k;
+	byte s;
+
+next:
+	if
+	:: k == K -> goto done
+	:: else
+	fi;
+#ifdef CLOSED_FIRST
+	if
+	:: closed -> LOCKED(entered++); goto refuse
+	:: else
+	fi;
+	LOCKED(entered++);
+#else
+	LOCKED(entered++);
+	if
+	:: closed -> goto refuse
+	:: else
+	fi;
+#endif
+place:
+	reserve(ok);
+	if
+	:: ok -> goto push
+	:: else
+	fi;
+	ec_prepare(SPACE);
+	reserve(ok);
+	if
+	:: ok -> ec_cancel(SPACE); goto push
+	:: else
+	fi;
+	if
+	:: closed -> ec_cancel(SPACE); goto refuse
+	:: else
+	fi;
+	ec_wait(SPACE);
+	if
+	:: closed -> goto refuse
+	:: else
+	fi;
+	goto place;
+push:
+	push_reserved();
+progress_push:
+	accepted++;
+	k++;
+	/* blq__handoff: the locked add on `left` is the barrier. */
+	atomic { flush(); left++; ok = (waiters[ITEMS] != 0) };
+	if
+	:: ok ->
+		ec_claim(ITEMS, ok);
+		if
+		:: ok -> ec_wake_slow(ITEMS, 1)
+		:: else
+		fi;
+		ok = 0
+	:: else
+	fi;
+	if
+	:: closed -> wake_all()
+	:: else
+	fi;
+	goto next;
+refuse:
+	/* leave with nothing placed: the handoff's add, and the close's
+	 * wake-all; the rest of the items are refused too. */
+	LOCKED(left++);
+	if
+	:: closed -> wake_all()
+	:: else
+	fi;
+done:
+	pdone++
+}
+
+/* ---- workers ---- */
+
+/* One take attempt at slot s (a lane's, or the shared ring's head): the
+ * copy out and the CAS on head in one step. */
+inline take1(s0, ok)
+{
+	atomic {
+		s = s0;
+		observe(s);
+		if
+		:: slot[s] == FULL ->
+			flush();
+			slot[s] = FREE;
+			got = item[s];
+			item[s] = 0;
+			if
+			:: s >= NP -> shead++
+			:: else
+			fi;
+			occ--;
+#ifndef RELEASE_EARLY
+			win++;
+#endif
+			consumed++;
+			assert((once & (1 << (got - 1))) == 0);
+			once = once | (1 << (got - 1));
+			ok = 1
+		:: else -> ok = 0
+		fi;
+		s = 0
+	}
+}
+
+#ifdef RELEASE_EARLY
+/* The broken order: release_held as soon as a full slot is seen, before
+ * the CAS; a lost CAS gives the unit back. */
+inline take_at(s0, ok)
+{
+	atomic {
+		s = s0;
+		observe(s);
+		if
+		:: slot[s] == FULL -> flush(); held--; win++; ok = 1; QUIET
+		:: else -> ok = 0
+		fi;
+		s = 0
+	}
+	if
+	:: ok ->
+		take1(s0, ok);
+		atomic {
+			win--;
+			if
+			:: !ok -> held++
+			:: else
+			fi;
+			QUIET
+		}
+	:: else
+	fi
+}
+#else
+#define take_at(s0, ok) take1(s0, ok)
+#endif
+
+/* pop_counted's release_held (a seq_cst fetch_sub: the StoreLoad barrier
+ * before after_take reads space's waiters). NO_RELEASE_BARRIER: that load
+ * passes the sub (it is taken first, into sw). RELEASE_EARLY released
+ * already. */
+inline release()
+{
+#ifdef NO_RELEASE_BARRIER
+	atomic { sw = (waiters[SPACE] != 0) };
+#endif
+#ifndef RELEASE_EARLY
+	atomic { flush(); held--; win--; QUIET }
+#else
+	skip
+#endif
+}
+
+/* The shared ring's head, taken only when no spill began since the look
+ * at the lanes (blq__ring_take_if with the lanes' spill count): the copy
+ * and the guard's load in one step, the CAS on head in the next (it
+ * fails when another worker moved the head meanwhile). NO_SPILL_GUARD
+ * (the code before the guard): no guard, one step. */
+inline take_shared(ok)
+{
+#ifdef NO_SPILL_GUARD
+	take_at(NP + shead % CAP, ok)
+#else
+	atomic {
+		s = NP + shead % CAP;
+		observe(s);
+		if
+		:: slot[s] == FULL && spills == seen -> hpos = shead + 1
+		:: else -> hpos = 0
+		fi;
+		s = 0
+	}
+	if
+	:: hpos != 0 && shead == hpos - 1 -> take_at(NP + shead % CAP, ok)
+	:: else -> ok = 0
+	fi;
+	hpos = 0
+#endif
+}
+
+/* blq__pop_rings: the spill count, the home lane, the other lane, the
+ * shared ring; nothing, and a spill began meanwhile: look again. Each
+ * take released at once (pop_counted). */
+inline take(ok)
+{
+	do
+	:: seen = spills;
+		take_at((me - NP) % NP, ok);
+#if NP > 1
+		if
+		:: !ok -> take_at((me - NP + 1) % NP, ok)
+		:: else
+		fi;
+#endif
+		if
+		:: !ok -> take_shared(ok)
+		:: else
+		fi;
+		if
+		:: ok || spills == seen -> break
+		:: else
+		fi
+	od;
+	seen = 0;
+	if
+	:: ok -> release()
+	:: else
+	fi
+}
+
+/* after_take: space's waiters (after the release, its barrier), held at
+ * half, claim, wake all. */
+inline after_take()
+{
+#ifndef NO_RELEASE_BARRIER
+	atomic { sw = (waiters[SPACE] != 0) };
+#endif
+#ifndef NO_SPACE_WAKE
+	if
+	:: sw ->
+		if
+		:: held <= CAP / 2 ->
+			ec_claim(SPACE, ok);
+			if
+			:: ok -> ec_wake_slow(SPACE, 0)
+			:: else
+			fi
+		:: else
+		fi
+	:: else
+	fi;
+#endif
+	sw = 0;
+	ok = 0
+}
+
+proctype Worker(byte me)
+{
+	bit ok;
+	bit slept;
+	bit sw;			/* space's waiters, as after_take read them */
+	byte seen;		/* the spill count at the look at the lanes */
+	byte hpos;		/* 1 + the shared head a guarded take copied at */
+	byte got;
+	byte s;
+	byte t;
+#ifndef NO_ORDER_CHECK
+	byte last[NP];		/* 1 + the number of each producer's last item */
+#endif
+
+look:
+	if
+	:: slept && held > 1 -> ec_notify(ITEMS, 1); slept = 0
+	:: else
+	fi;
+	take(ok);
+	if
+	:: ok -> goto taken
+	:: else
+	fi;
+	ec_prepare(ITEMS);
+	take(ok);
+	if
+	:: ok -> ec_cancel(ITEMS); goto taken
+	:: else
+	fi;
+	if
+	:: closed ->
+		/* blq__inflight: every left, then every entered. */
+		t = left;
+		t = entered - t;
+		if
+		:: t == 0 ->
+			take(ok);
+			ec_cancel(ITEMS);
+			if
+			:: ok -> goto taken
+			:: else -> goto out
+			fi
+		:: else
+		fi;
+		t = 0
+	:: else
+	fi;
+	ec_wait(ITEMS);
+	slept = 1;
+	goto look;
+taken:
+progress_take:
+	t = 0;
+	ok = 0;
+	slept = 0;
+#ifndef NO_ORDER_CHECK
+	atomic {
+		t = (got - 1) / K;
+		assert((got - 1) % K + 1 > last[t]);
+		last[t] = (got - 1) % K + 1;
+		t = 0
+	}
+#endif
+	got = 0;
+	after_take();
+	goto look;
+out:
+	ec_notify(ITEMS, 1);
+	wdone++
+}
+
+/* blq_close: closed, the wake-all; then the finish waits for the
+ * producers to leave and the workers to exit. */
+proctype Closer()
+{
+	byte me = NPROC;
+	bit ok;
+
+#ifndef CLOSE_ANY
+	pdone == NP;
+#endif
+	LOCKED(closed = 1);
+	wake_all();
+	entered == left && wdone == NW
+}
+
+init
+{
+	atomic {
+		run Producer(0);
+#if NP > 1
+		run Producer(1);
+#endif
+		run Worker(NP);
+#if NW > 1
+		run Worker(NP + 1);
+#endif
+		run Closer()
+	}
+	_nr_pr == 1;
+#ifndef CLOSE_ANY
+	assert(accepted == N);
+#endif
+	assert(consumed == accepted);
+	assert(held == 0 && occ == 0 && win == 0);
+	assert(waiters[ITEMS] == 0 && waiters[SPACE] == 0)
+}
