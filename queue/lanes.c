@@ -19,7 +19,7 @@
  *
  * initial-exec TLS: the table is read on every enqueue, and in a shared
  * library the default model calls __tls_get_addr for it. The table is
- * small (BLQ__LANE_REFS * 24 bytes), well inside the static TLS surplus
+ * small (BLQ__LANE_REFS * 40 bytes), well inside the static TLS surplus
  * glibc keeps for libraries loaded with dlopen.
  */
 #include <pthread.h>
