@@ -2,10 +2,12 @@
  * The producer side: enqueue, try-enqueue, batches, enqueue a job, and
  * leaking.
  *
- * Fast path: count the producer in (`entered`, one locked add on its cell),
- * check the closed flag, push into a ring, count it out (`left`, a second
- * locked add, which is also the full barrier the wake-up check needs), and
- * wake a worker only if one sleeps. No lock, no allocation, no system call.
+ * Fast path: count the producer in (`entered`, one locked add on its cell;
+ * for a lane's owner the same add takes a place from its lane's credit,
+ * queue/lanes.h), check the closed flag, push into its lane (or a ring),
+ * count it out (`left`, a second locked add, which is also the full
+ * barrier the wake-up check needs), and wake a worker only if one sleeps.
+ * No lock, no allocation, no system call.
  * `in` is entered - refused: counted before the item can reach a worker, so
  * the outcomes never run ahead of it (blq_wait_idle relies on that).
  *
