@@ -109,8 +109,17 @@ call GET "/api/v1/dlq/records?key=$KEY&area=dead&page=1&per_page=10&order=oldest
 # Failed twice; or failed, restored, and still queued at the first stop's
 # close (reason closed): both went to the dead store after one restore.
 WHY_OK='((.reason == "failed" and .attempts == 1 and .rc == 1) or (.reason == "closed" and .rc == 0))'
+# Restored once before it was dead-lettered (restores 1); or 0: a record
+# of a file the restorer was working through when the stop closed the
+# queue, which refused what it was handed, so the file was released with
+# its claim counted: every record of it not yet done comes again with
+# deliveries 1, and the next restorer's max_restores 1 (restores +
+# deliveries) dead-letters it with the count it read (dlq/restorer.c).
+# The fsync of each claim makes a restorer slower, so a stop finds a file
+# half done more often.
+RESTORES_OK='(.restores == 1 or .restores == 0)'
 jqtrue "$BODY" "(.records | length) == 10 and all(.records[]; .state == \"ok\" and $WHY_OK
-	and .queue == \"dl\" and .restores == 1 and .len == 12
+	and .queue == \"dl\" and $RESTORES_OK and .len == 12
 	and .preview.kind == \"hex\" and (.preview.value | startswith(\"04000000\")))" ||
 	fail "records page 1: $BODY"
 P1=$(jq -c '[.records[].loc]' <<<"$BODY")
@@ -171,7 +180,7 @@ grep -qi '^content-type: application/x-ndjson' "$E2E_TMP/dl.h" || fail "download
 grep -qi "^content-disposition: attachment; filename=\"$KEY.dead.jsonl\"" "$E2E_TMP/dl.h" || fail "download name: $(cat "$E2E_TMP/dl.h")"
 [ "$(wc -l <"$E2E_TMP/dead.jsonl")" = "$D" ] || fail "download: $(wc -l <"$E2E_TMP/dead.jsonl") lines, want $D"
 jq -e -s 'all(.[]; (keys_unsorted == ["v","loc","version","restores","deliveries","time_ns","why","payload"])
-	and .v == 1 and (.loc | startswith("dead")) and .restores == 1 and (.why | '"$WHY_OK"')
+	and .v == 1 and (.loc | startswith("dead")) and '"$RESTORES_OK"' and (.why | '"$WHY_OK"')
 	and .why.queue == "dl"
 	and (.payload | @base64d | length) == 12)' "$E2E_TMP/dead.jsonl" >/dev/null ||
 	fail "download: a line is not as the format says: $(head -n 2 "$E2E_TMP/dead.jsonl")"
