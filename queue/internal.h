@@ -43,7 +43,6 @@
 #define BLQ__ENTER_ONE (1ull << BLQ__ENTER_SHIFT)
 #define BLQ__CREDIT_MASK (BLQ__ENTER_ONE - 1)
 #define BLQ__CREDIT_BORROWED 0x8000u
-#define BLQ__CREDIT_MAX (BLQ__CREDIT_BORROWED - 1)
 
 /*
  * Per-thread counters, one cache line or more each, folded by blq_stats.

@@ -275,25 +275,28 @@ static uint64_t take_credit(_Atomic uint64_t *word, uint64_t n)
 	}
 }
 
-/* held is full: every lane's credit back (ours included). */
-static uint64_t take_all_credit(blq *q)
+/* held is full: up to `want` of the lanes' credit (ours included), only
+ * what we use. Taking more to keep would hold it in transit, out of every
+ * count, while other producers find held full and leak (blq-demo's queue
+ * leaked at 85% full when a thief kept whole hoards). */
+static uint64_t take_others_credit(blq *q, uint64_t want)
 {
 	unsigned made = atomic_load_explicit(&q->lanes.made, memory_order_acquire);
 	uint64_t got = 0;
 
-	for (unsigned i = 0; i < made; i++)
-		got += take_credit(&blq__lane_cell(q, &q->lanes.lane[i])->entered, UINT64_MAX);
+	for (unsigned i = 0; i < made && got < want; i++)
+		got += take_credit(&blq__lane_cell(q, &q->lanes.lane[i])->entered, want - got);
 	return got;
 }
 
-/* Unused places back into l's credit, at most BLQ__CREDIT_MAX there (only
- * its owner adds; thieves only take), the rest back to held. Release: a
- * thief's acquire sees our reservation's view. */
+/* Unused places of a reservation back into l's credit (only its owner
+ * adds; thieves only take), at most BLQ__LANE_CREDIT there, the rest back
+ * to held. Release: a thief's acquire sees our reservation's view. */
 static void keep_credit(blq *q, blq__lane *l, uint64_t k)
 {
 	_Atomic uint64_t *word = &blq__lane_cell(q, l)->entered;
 	uint64_t c = atomic_load_explicit(word, memory_order_relaxed) & BLQ__CREDIT_MASK;
-	uint64_t room = c < BLQ__CREDIT_MAX ? BLQ__CREDIT_MAX - c : 0;
+	uint64_t room = c < BLQ__LANE_CREDIT ? BLQ__LANE_CREDIT - c : 0;
 	uint64_t keep = k < room ? k : room;
 
 	if (keep > 0)
@@ -315,7 +318,7 @@ uint64_t blq__lanes_admit(blq *q, blq__lane *l, uint64_t n)
 	uint64_t got = lanes_reserve(q, want > BLQ__LANE_CREDIT ? want : BLQ__LANE_CREDIT);
 
 	if (got == 0)
-		got = take_all_credit(q);
+		got = take_others_credit(q, want);
 	uint64_t use = got < want ? got : want;
 
 	if (got > use)

@@ -27,9 +27,9 @@
  * it, as they were outside the rings: at most BLQ__HAND per worker). A
  * lane's owner reserves BLQ__LANE_CREDIT places at a time into its lane's
  * credit and spends them one per item; a producer that finds held full
- * takes the credit of every lane back before it calls the queue full, so
- * credit never makes a queue with room refuse (blq_size and the wake-up
- * of producers count held less the credit). The credit sits in the low
+ * takes what it needs from the other lanes' credit before it calls the
+ * queue full, so credit never makes a queue with room refuse (blq_size
+ * and the wake-up of producers count held less the credit). The credit sits in the low
  * bits of the owner's counter cell's `entered` (internal.h), so the one
  * locked add that counts a single enqueue in also takes its place
  * (enqueue.c): two locked instructions per item, not three. A
