@@ -240,6 +240,27 @@ static void *feed(void *arg)
 	return NULL;
 }
 
+/* Two producers feed ids [0, n) into the paused queue q until both wait
+ * on its full ring; then it resumes, and closes once they are done: the
+ * races' common run. Returns q's stats after the close. */
+static struct blq_stats feed_full_then_run(blq *q, unsigned n)
+{
+	enum { P = 2 };
+	pthread_t th[P];
+	feeder f[P];
+
+	for (unsigned p = 0; p < P; p++) {
+		f[p] = (feeder){.q = q, .from = p * n / P, .to = (p + 1) * n / P};
+		cr_assert_eq(pthread_create(&th[p], NULL, feed, &f[p]), 0);
+	}
+	cr_assert(TU_WAIT_FOR(stats(q).producers_blocked == P, 5000)); /* the ring is full */
+	cr_assert_eq(blq_resume(q), 0);
+	for (unsigned p = 0; p < P; p++)
+		pthread_join(th[p], NULL);
+	cr_assert_eq(blq_close(q), 0);
+	return stats(q);
+}
+
 /* Give-ups while workers take hands: a 2 ms limit, every 29th callback
  * stuck for 5 ms, two producers keeping the ring deep, three workers. The
  * watchdog takes hands back as they are being claimed (and replacements
@@ -248,25 +269,13 @@ static void *feed(void *arg)
  * once, and the counters balance. */
 Test(handback, give_ups_racing_with_takes_lose_and_double_nothing)
 {
-	enum { N = 4000, P = 2 };
+	enum { N = 4000 };
 	stuck_every = 29;
 	stuck_us = 5000;
 	blq_config c = cfg(3, 512, 2 * MS);
 	blq *q = must_new(&c);
-	pthread_t th[P];
-	feeder f[P];
-
 	cr_assert_eq(blq_pause(q), 0); /* a deep ring from the start */
-	for (unsigned p = 0; p < P; p++) {
-		f[p] = (feeder){.q = q, .from = p * N / P, .to = (p + 1) * N / P};
-		cr_assert_eq(pthread_create(&th[p], NULL, feed, &f[p]), 0);
-	}
-	cr_assert(TU_WAIT_FOR(stats(q).producers_blocked == P, 5000)); /* the ring is full */
-	cr_assert_eq(blq_resume(q), 0);
-	for (unsigned p = 0; p < P; p++)
-		pthread_join(th[p], NULL);
-	cr_assert_eq(blq_close(q), 0);
-	struct blq_stats s = stats(q);
+	struct blq_stats s = feed_full_then_run(q, N);
 	cr_expect(tu_balanced(&s));
 	cr_expect_eq(s.in, N);
 	cr_expect_geq(s.timed_out, 1, "stuck attempts given up (timing: a late watchdog lets a "
@@ -283,27 +292,15 @@ Test(handback, give_ups_racing_with_takes_lose_and_double_nothing)
  * freed once. */
 Test(handback, with_a_due_ring_hands_go_back_to_the_front)
 {
-	enum { N = 3000, P = 2 };
+	enum { N = 3000 };
 	stuck_every = 31;
 	stuck_us = 5000;
 	blq_config c = cfg(3, 512, 2 * MS);
 	c.max_retries = 1;
 	c.retry_interval_ns = 1 * MS;
 	blq *q = must_new(&c);
-	pthread_t th[P];
-	feeder f[P];
-
 	settle_then_pause(q);
-	for (unsigned p = 0; p < P; p++) {
-		f[p] = (feeder){.q = q, .from = p * N / P, .to = (p + 1) * N / P};
-		cr_assert_eq(pthread_create(&th[p], NULL, feed, &f[p]), 0);
-	}
-	cr_assert(TU_WAIT_FOR(stats(q).producers_blocked == P, 5000)); /* the ring is full */
-	cr_assert_eq(blq_resume(q), 0);
-	for (unsigned p = 0; p < P; p++)
-		pthread_join(th[p], NULL);
-	cr_assert_eq(blq_close(q), 0);
-	struct blq_stats s = stats(q);
+	struct blq_stats s = feed_full_then_run(q, N);
 	cr_expect(tu_balanced(&s));
 	cr_expect_eq(s.in, N);
 	cr_expect_geq(s.retried, 1);
