@@ -35,8 +35,8 @@
  *   deferring to a pending wake-up, like worker.c's after_take); waiters
  *   of blq_wait_idle; and every sleeper when closed (blq__wake_all), as
  *   the staged protocol asks.
- * - Blocking, no spinning: with nothing to take, a mover flushes, takes a
- *   few yielding looks (spin.h, as the workers do), then sleeps
+ * - Blocking, little spinning: with nothing to take, a mover flushes,
+ *   spins while that can pay (spin.h, as the workers do), then sleeps
  *   on qos->ec after announcing itself and trying once more (ec.h). Each
  *   producer that pushed into a sub-queue wakes one (enqueue.c, leave: a
  *   load when nobody sleeps); a woken mover passes a wake-up on to the
@@ -60,7 +60,6 @@
  *   DLQ or counts them lost, after the producers have left and the movers
  *   are joined.
  */
-#include <sched.h>
 #include <stdio.h>
 
 #include "qos_internal.h"
@@ -71,6 +70,26 @@ static bool ending(const struct blq__qos *s)
 	 * them nothing more is asked of a mover. */
 	return atomic_load_explicit(&s->stop, memory_order_acquire) ||
 	       atomic_load_explicit(s->port.forced, memory_order_acquire);
+}
+
+/* A spin while it can pay (spin.h), looking with look(ctx) between
+ * pauses. True: a look found what it looked for. False: the spin ended
+ * (or the mover is to end): sleep. */
+static bool spin(struct blq__qos *s, bool (*look)(void *), void *ctx)
+{
+	blq__spinner sp;
+
+	if (!blq__spin_start(s->port.spin, &sp))
+		return false;
+	while (blq__spin_pause(s->port.spin, &sp)) {
+		bool got = look(ctx);
+
+		if (got || ending(s)) {
+			blq__spin_stop(s->port.spin, &sp);
+			return got;
+		}
+	}
+	return false;
 }
 
 static void flush(blq__mover *m)
@@ -94,10 +113,18 @@ static void flush(blq__mover *m)
 		blq__ec_wake_slow(s->port.idle, 0);
 }
 
-/* Waits until the egress has room: a few yielding looks first (the
- * workers are draining it; yielding hands them our CPU, and a sleep and
- * wake-up per half-egress costs more than the moves), then sleeps. False:
- * the mover is to end. */
+/* A look of wait_room's spin. */
+static bool room_seen(void *ctx)
+{
+	blq__mover *m = ctx;
+
+	return (m->room = blq__core_room(m->s->port.q)) > 0;
+}
+
+/* Waits until the egress has room: a spin first while it can pay (the
+ * workers are draining it on other CPUs, and a sleep and wake-up per
+ * half-egress costs more than the moves), then sleeps. False: the mover
+ * is to end. */
 static bool wait_room(blq__mover *m)
 {
 	struct blq__qos *s = m->s;
@@ -106,11 +133,8 @@ static bool wait_room(blq__mover *m)
 	if ((m->room = blq__core_room(s->port.q)) > 0)
 		return true;
 	flush(m);
-	for (unsigned i = 0, n = blq__spin_rounds(s->port.spin); i < n && !ending(s); i++) {
-		blq__spin_yield(s->port.spin, &n);
-		if ((m->room = blq__core_room(s->port.q)) > 0)
-			return true;
-	}
+	if (spin(s, room_seen, m))
+		return true;
 	for (;;) {
 		uint32_t snap = blq__ec_prepare(space);
 
@@ -181,6 +205,19 @@ static bool take(blq__mover *m, blq__item *it)
 	}
 }
 
+struct take_look {
+	blq__mover *m;
+	blq__item *it;
+};
+
+/* A look of next's spin. */
+static bool took(void *ctx)
+{
+	struct take_look *t = ctx;
+
+	return take(t->m, t->it);
+}
+
 /* The next item to move, sleeping while there is no room or nothing to
  * take. False: the mover is to end. */
 static bool next(blq__mover *m, blq__item *it)
@@ -194,11 +231,8 @@ static bool next(blq__mover *m, blq__item *it)
 		if (take(m, it))
 			break;
 		flush(m);
-		for (unsigned i = 0, n = blq__spin_rounds(s->port.spin); i < n && !ending(s); i++) {
-			blq__spin_yield(s->port.spin, &n);
-			if (take(m, it))
-				goto got;
-		}
+		if (spin(s, took, &(struct take_look){m, it}))
+			goto got;
 		uint32_t snap = blq__ec_prepare(&s->ec);
 		if (take(m, it)) {
 			blq__ec_cancel(&s->ec);
@@ -225,9 +259,22 @@ static bool push_any(blq__mover *m, const blq__item *it)
 	return blq__core_push(m->s->port.q, it, &m->ring);
 }
 
+struct push_look {
+	blq__mover *m;
+	const blq__item *it;
+};
+
+/* A look of push's spin. */
+static bool pushed(void *ctx)
+{
+	struct push_look *p = ctx;
+
+	return push_any(p->m, p->it);
+}
+
 /* Pushes the item into the egress. A failure despite known room is a slot
  * a worker has claimed and not yet freed, or one another mover took: look
- * again a few times, yielding, then sleep while it does not fit. False:
+ * again while a spin can pay, then sleep while it does not fit. False:
  * forced meanwhile; the item stays in m->held for the closer's sweep. */
 static bool push(blq__mover *m, const blq__item *it)
 {
@@ -237,11 +284,8 @@ static bool push(blq__mover *m, const blq__item *it)
 	if (push_any(m, it))
 		return true;
 	flush(m);
-	for (unsigned i = 0, n = blq__spin_rounds(s->port.spin); i < n && !ending(s); i++) {
-		blq__spin_yield(s->port.spin, &n);
-		if (push_any(m, it))
-			return true;
-	}
+	if (spin(s, pushed, &(struct push_look){m, it}))
+		return true;
 	for (;;) {
 		uint32_t snap = blq__ec_prepare(space);
 

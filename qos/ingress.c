@@ -16,8 +16,6 @@
  * that sub-queue's event count until the egress has drained it to half, or
  * the queue closes. Other sub-queues keep accepting meanwhile.
  */
-#include <sched.h>
-
 #include <blq/retry.h>
 
 #include "qos_internal.h"
@@ -107,18 +105,25 @@ static bool leak(struct blq__qos *s, blq__cell *c, blq__subq *sq, const blq__ite
 }
 
 /* Blocks until the item fits into its full sub-queue (0) or the queue
- * closes (BLQ_ECLOSED): a few yielding looks, then a sleep announced and
- * re-checked on the sub-queue's event count (ec.h). */
+ * closes (BLQ_ECLOSED): a spin while it can pay (spin.h), then a sleep
+ * announced and re-checked on the sub-queue's event count (ec.h). */
 static int wait_push(struct blq__qos *s, blq__subq *sq, const blq__item *it)
 {
 	const _Atomic int *closed = s->port.closed;
 
-	for (unsigned i = 0, n = blq__spin_rounds(s->port.spin); i < n; i++) {
-		if (atomic_load_explicit(closed, memory_order_relaxed))
-			return BLQ_ECLOSED;
-		blq__spin_yield(s->port.spin, &n);
-		if (subq_push(s, sq, it))
-			return 0;
+	blq__spinner sp;
+
+	if (blq__spin_start(s->port.spin, &sp)) {
+		while (blq__spin_pause(s->port.spin, &sp)) {
+			bool in = subq_push(s, sq, it);
+
+			if (in || atomic_load_explicit(closed, memory_order_relaxed)) {
+				blq__spin_stop(s->port.spin, &sp);
+				if (in)
+					return 0;
+				break; /* closed: the sleep's checks below say so */
+			}
+		}
 	}
 	for (;;) {
 		uint32_t snap = blq__ec_prepare(&sq->space);

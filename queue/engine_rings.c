@@ -7,15 +7,12 @@
  * then leaks (front: the oldest items move to the DLQ to make room, up to
  * front_leak_attempts times; rear, or when that keeps failing: the new
  * item goes); otherwise try-enqueue says BLQ_EFULL, and a blocking enqueue
- * takes a few yielding looks (the workers are draining, yielding hands
- * them the CPU) and then sleeps on space_ec until a worker has drained
- * the rings to half or the queue closes (the timer thread: until a
- * force). No lock and no allocation on any of these paths.
+ * spins a little when that can pay (spin.h) and then sleeps on space_ec
+ * until a worker has drained the rings to half or the queue closes (the
+ * timer thread: until a force). No lock and no allocation on any of these paths.
  * Due items from the timer go into its due ring first (timer.c), and only
  * when that is full into the rings like a producer's.
  */
-#include <sched.h>
-
 #include "internal.h"
 
 /* The condition a waiting pusher gives up on: a close for producers, only
@@ -28,12 +25,17 @@ static bool give_up(const blq *q, enum blq__mode mode)
 
 static bool spin_push(blq *q, const blq__item *it, enum blq__mode mode)
 {
-	for (unsigned i = 0, n = blq__spin_rounds(&q->spin); i < n; i++) {
-		if (give_up(q, mode))
-			return false;
-		blq__spin_yield(&q->spin, &n);
-		if (blq__push_any(q, it))
-			return true;
+	blq__spinner sp;
+
+	if (!blq__spin_start(&q->spin, &sp))
+		return false;
+	while (blq__spin_pause(&q->spin, &sp)) {
+		bool in = blq__push_any(q, it);
+
+		if (in || give_up(q, mode)) {
+			blq__spin_stop(&q->spin, &sp);
+			return in;
+		}
 	}
 	return false;
 }
@@ -69,9 +71,9 @@ static int unblock(blq *q, bool counted, int rc)
 	return rc;
 }
 
-/* blq__place, and whether the wait for room takes its yielding looks
- * first (spin.h). A single blocking producer does not: it sleeps at once.
- * Measured on W1 (2 producers, 2 workers, 2 CPUs), 10 runs each,
+/* blq__place, and whether the wait for room may spin first (spin.h; 0.4
+ * took yielding looks there, which these measurements are of). A single
+ * blocking producer does not: it sleeps at once. Measured on W1 (2 producers, 2 workers, 2 CPUs), 10 runs each,
  * alternated: with the looks 78-210 ns/item in two regimes, the slower
  * one in half the runs; without them 76-113. A worker frees room at half
  * a ring, so the sleep and its wake-up weigh once per half a ring's
@@ -108,9 +110,9 @@ static int place(blq *q, blq__cell *c, blq__item *it, enum blq__mode mode, bool 
 		 * sleep as if they were empty (a woken worker passes it on). */
 		if (mode == BLQ__TIMER)
 			blq__ec_notify(&q->items_ec, 1);
-		/* Slow path: with `looks`, a few yielding looks (the workers
-		 * are draining; yielding hands them our CPU); then sleep until
-		 * a worker frees room or we must give up, re-checking both
+		/* Slow path: with `looks`, a spin while it can pay (the
+		 * workers are draining on other CPUs); then sleep until a
+		 * worker frees room or we must give up, re-checking both
 		 * after announcing ourselves. */
 		if (looks && spin_push(q, it, mode)) {
 			*pushed = true;

@@ -263,7 +263,7 @@ struct blq {
 	blq__ec idle_ec;
 	blq__ec pause_ec;
 	blq__ec hb_ec;
-	/* Whether waits yield before they sleep (spin.h): its own line. */
+	/* Whether waits spin before they sleep (spin.h): its own line. */
 	blq__spin spin;
 
 	/* -- Atomic flags read on every enqueue, written rarely (close,

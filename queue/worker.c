@@ -321,26 +321,28 @@ static bool take(blq *q, blq__worker *w, unsigned home, blq__hand *h)
 	return true;
 }
 
-/* Before sleeping, look again for a short while, yielding the CPU between
- * looks: a futex sleep and wake-up costs several microseconds of latency
- * (more on a VM, where an idle vCPU must be woken by the host), and with
- * more threads than cores the yield hands the CPU to a producer at once.
- * Bounded, so an idle queue's workers are asleep within microseconds.
- * A worker the balancer puts to sleep stops looking at once: items are for
- * the workers it keeps. */
+/* Before sleeping, look again for a short while when spinning can pay
+ * (spin.h: a producer running on another CPU brings an item sooner than a
+ * futex sleep and wake-up would). Bounded in time, so an idle queue's
+ * workers are asleep within microseconds. A worker the balancer puts to
+ * sleep stops looking at once: items are for the workers it keeps. */
 static bool spin_pop(blq *q, blq__worker *w, unsigned home, blq__hand *h)
 {
-	for (unsigned i = 0, n = blq__spin_rounds(&q->spin); i < n; i++) {
-		ck_pr_stall(); /* pause: the look costs the other hyperthread little */
-		if (take(q, w, home, h))
+	blq__spinner sp;
+
+	if (!blq__spin_start(&q->spin, &sp))
+		return false;
+	while (blq__spin_pause(&q->spin, &sp)) {
+		if (take(q, w, home, h)) {
+			blq__spin_stop(&q->spin, &sp);
 			return true;
+		}
 		if (atomic_load_explicit(&q->closed, memory_order_relaxed) ||
 		    atomic_load_explicit(&q->paused, memory_order_relaxed) ||
-		    atomic_load_explicit(&w->cmd, memory_order_relaxed) != BLQ__CMD_RUN)
+		    atomic_load_explicit(&w->cmd, memory_order_relaxed) != BLQ__CMD_RUN) {
+			blq__spin_stop(&q->spin, &sp);
 			return false;
-		blq__spin_yield(&q->spin, &n);
-		if (take(q, w, home, h))
-			return true;
+		}
 	}
 	return false;
 }

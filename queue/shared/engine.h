@@ -82,7 +82,7 @@ typedef struct blq__port {
 	blq__ec *space; /* threads that wait for ring room; workers notify it
 			 * when the rings have drained to half */
 	blq__ec *idle;  /* blq_wait_idle's callers */
-	blq__spin *spin; /* the queue's yielding looks (spin.h) */
+	blq__spin *spin; /* the queue's spin policy (spin.h) */
 } blq__port;
 
 /* What an engine tells the queue at creation. */

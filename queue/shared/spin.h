@@ -1,65 +1,73 @@
 /*
  * How a thread waits a little before it sleeps on an event count (ec.h),
- * and when it must not: the yielding looks of the waits in blq (a worker
- * on empty rings, a batch's producer and the timer thread on full ones,
- * QoS's movers and ingress; a single producer on full rings sleeps at once,
- * queue/engine_rings.c says why).
- * Shared by the core and the engines. Not installed.
+ * and when it sleeps at once: the spins of the waits in blq (a worker on
+ * empty rings, a batch's producer and the timer thread on full ones, QoS's
+ * movers and ingress; a single producer on full rings sleeps at once,
+ * queue/engine_rings.c says why). Shared by the core and the engines; the
+ * code is queue/spin.c. Not installed.
  *
- * Why yield at all: with more threads than cores (W1: 2 producers and 2
- * workers on 2 cores) the peer a thread waits for is usually runnable but
- * not running, and sched_yield hands it our CPU at once, with no futex
- * wake-up to pay later: measured, W1 makes ~4,000 such looks and 60 futex
- * calls for 2,000,000 items, and without the looks it is 1.4x slower.
+ * Why spin at all: a futex sleep and its wake-up cost the waker a system
+ * call and the sleeper its wake-up latency (several microseconds here, more
+ * on a VM whose idle vCPU the host must wake). When the peer a thread waits
+ * for (a producer, for a worker on empty rings) is running on another CPU,
+ * what it waits for comes within that time, and a spinner takes it with no
+ * system call on either side: W3's p50 is a spinner's.
  *
- * Why not always: when processes outside the queue want the CPU too, a
- * yield hands it to one of them for its whole slice, while the ring sits
- * still. Measured with a timing sched_yield interposer on W1 (2 vCPUs,
- * kernel 6.18's EEVDF scheduler): on a quiet host 98% of yields return
- * within 0.5 ms (the peer fills or drains the ring and waits in turn); with
- * two CPU-bound threads beside it (W1-NOISY) 85% take 1 to 8 ms, and blq
- * ran 15x slower than on the quiet host. A sleeper does better there: its
- * wake-up puts it ahead of the CPU-bound threads.
- *
- * So every yield is timed, and one that took longer than BLQ__STOLEN_NS
- * (0.5 ms) counts as stolen: the wait that made it stops looking and sleeps (so a
- * wait loses one slice at most, not one per look), and the queue keeps a
- * moving average of stolen yields (1/8 weight per yield, shared by its
- * threads, so all learn from each). Above a quarter the host counts as
- * busy: waits skip the looks and sleep at once, except one probe, a single
- * yield, per BLQ__PROBE_NS for the whole queue, which finds out when the
- * host is quiet again (a probe that comes back at once halves the
- * average: two in a row end the busy spell). A quiet host's odd stolen
- * yield (the hypervisor's, or a peer's long turn: under 2 in 100 on W1)
- * does not trip it. The clock is read only around a yield and, while
- * busy, once per wait: slow paths.
- * Races on the average or the probe time lose an update at worst: they
- * are hints.
+ * Why not always: spinning pays only while the peer runs elsewhere. When
+ * the peer waits for the spinner's own CPU, every spin delays the thing it
+ * waits for; and 0.4's answer to that, sched_yield, handed the CPU to
+ * whoever was runnable, a stranger as often as the peer: on a busy host
+ * (W1-NOISY) 85% of yields took 1 to 8 ms, a whole slice of somebody
+ * else's. So the waits here never yield, and:
+ * - Places: at most half the CPUs this process may run on spin at once
+ *   (a process-wide count, because chained queues share the CPUs; none on
+ *   one CPU, where the peer can never be running). A thread that finds no
+ *   place sleeps at once. The other half are left to the threads being
+ *   waited for, so spinners do not outnumber the CPUs their peers need.
+ * - Time, not rounds: a spin lasts at most BLQ__SPIN_NS (about one sleep
+ *   and wake-up), pausing between looks. The pause instruction costs 10 to
+ *   140 cycles depending on the CPU, so rounds meant anything from one to
+ *   twenty microseconds.
+ * - A look every BLQ__LOOK_NS, not every pause: a worker's look reads every
+ *   lane's tail, the lines its producers write, and looking at every pause
+ *   would take those lines from them.
+ * - Preempted: between two pauses the spinner reads the clock (a TSC read,
+ *   queue/clock.c); a gap above BLQ__STOLEN_NS means it was descheduled
+ *   while someone else ran on its CPU (a busy host, or threads outnumbering
+ *   the CPUs). The spin ends at once and sleeps, so a wait loses one slice
+ *   at most, and the queue's moving average of stolen spins moves (1/8
+ *   weight per spin, shared by its threads, so all learn from each). Above
+ *   a quarter the host counts as busy: waits sleep at once, except one
+ *   probe spin per BLQ__PROBE_NS for the whole queue, which finds out when
+ *   the host is quiet again (a probe that is not preempted halves the
+ *   average: two in a row end the busy spell). A quiet host's odd
+ *   preemption (the hypervisor's, or a peer's turn) does not trip it.
+ * Races on the average or the probe time lose an update at worst: they are
+ * hints. The place count is exact: taken by a CAS, given back once.
  */
 #ifndef BLQ_QUEUE_SPIN_H
 #define BLQ_QUEUE_SPIN_H
 
-#include <sched.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "cacheline.h"
-#include "monotonic.h"
 
-/* Looks (each a sched_yield) a thread makes before it sleeps on an empty
- * or full ring, on a quiet host. */
-#define BLQ__SPIN_ROUNDS 16u
-/* A yield longer than this ran someone else's whole slice: EEVDF's base
- * slice is 0.75 ms x (1 + log2 CPUs), so 0.75 ms on one CPU, and a quiet
- * W1 here had under 2% of its yields above 0.5 ms. */
+/* A spin's length: about what a futex sleep and wake-up cost here. */
+#define BLQ__SPIN_NS 20000u
+/* Between two looks of a spin. */
+#define BLQ__LOOK_NS 250u
+/* A gap longer than this between two of a spinner's clock reads was a
+ * preemption: EEVDF's base slice is 0.75 ms x (1 + log2 CPUs), and no
+ * pause takes more than a microsecond. */
 #define BLQ__STOLEN_NS 500000u
-/* The moving average of stolen yields is kept in 1/1024ths; above this,
+/* The moving average of stolen spins is kept in 1/1024ths; above this,
  * the host counts as busy. */
 #define BLQ__STOLEN_ONE 1024u
 #define BLQ__STOLEN_BUSY (BLQ__STOLEN_ONE / 4)
-/* While busy, a queue's waits probe (yield once) this often at most. */
+/* While busy, a queue's waits probe (spin once) this often at most. */
 #define BLQ__PROBE_NS 100000000u
 
 typedef struct blq__spin {
@@ -69,56 +77,35 @@ typedef struct blq__spin {
 	_Atomic uint64_t probe_at; /* busy: the next probe's earliest time */
 } blq__spin;
 
-/* True while the host looks busy: the waits then skip their looks. */
-static inline bool blq__spin_busy(const blq__spin *s)
-{
-	return atomic_load_explicit(&s->stolen, memory_order_relaxed) > BLQ__STOLEN_BUSY;
-}
+/* One wait's spin, on the waiting thread's stack. */
+typedef struct blq__spinner {
+	uint64_t until;   /* the spin ends here */
+	uint64_t look_at; /* the next look */
+	uint64_t last;    /* the last clock read, to see a preemption */
+} blq__spinner;
 
-/* How many yielding looks this wait may take: BLQ__SPIN_ROUNDS on a quiet
- * host; on a busy one none, or one when it is time to probe. */
-static inline unsigned blq__spin_rounds(blq__spin *s)
-{
-	if (!blq__spin_busy(s))
-		return BLQ__SPIN_ROUNDS;
-	uint64_t at = atomic_load_explicit(&s->probe_at, memory_order_relaxed);
-	uint64_t now = blq__monotonic_ns();
+/* Starts a wait's spin. True: the caller looks for what it waits for
+ * between calls of blq__spin_pause, and calls blq__spin_stop if it finds
+ * it. False: spinning cannot pay now (no place, or a busy host and no
+ * probe due): sleep at once. Thread-safe. */
+bool blq__spin_start(blq__spin *s, blq__spinner *sp);
 
-	return now >= at && atomic_compare_exchange_strong_explicit(&s->probe_at, &at,
-								    now + BLQ__PROBE_NS,
-								    memory_order_relaxed,
-								    memory_order_relaxed)
-		       ? 1
-		       : 0;
-}
+/* Pauses until the next look. False: the spin is over (its time is up or
+ * it was preempted) and its place is given back: sleep. */
+bool blq__spin_pause(blq__spin *s, blq__spinner *sp);
 
-/* Moves the average by one yield, stolen or not. */
-static inline void blq__spin_note(blq__spin *s, bool stolen)
-{
-	uint32_t old = atomic_load_explicit(&s->stolen, memory_order_relaxed), v = old;
+/* Ends a spin that found what it waited for, giving its place back. */
+void blq__spin_stop(blq__spin *s, blq__spinner *sp);
 
-	if (stolen)
-		v = v - v / 8 + BLQ__STOLEN_ONE / 8;
-	else
-		v = v > BLQ__STOLEN_BUSY ? v / 2 : v - v / 8; /* a probe: half */
-	/* A quiet host's average rests (below 8 it no longer moves): no
-	 * store then, so the line stays shared by every wait's read. */
-	if (v != old)
-		atomic_store_explicit(&s->stolen, v, memory_order_relaxed);
-}
+/* True while the host looks busy: waits then sleep at once. */
+bool blq__spin_busy(const blq__spin *s);
 
-/* One look's yield, timed. When it was stolen, *rounds becomes 0: the
- * caller's look after it is its last, then it sleeps. */
-static inline void blq__spin_yield(blq__spin *s, unsigned *rounds)
-{
-	uint64_t t0 = blq__monotonic_ns();
+/* Moves the average by one spin, preempted or not. */
+void blq__spin_note(blq__spin *s, bool stolen);
 
-	sched_yield();
-	bool stolen = blq__monotonic_ns() - t0 > BLQ__STOLEN_NS;
-
-	blq__spin_note(s, stolen);
-	if (stolen)
-		*rounds = 0;
-}
+/* How many threads of this process may spin at once (half the CPUs it may
+ * run on, rounded down), and how many do now. For tests and status. */
+unsigned blq__spin_places(void);
+unsigned blq__spinning(void);
 
 #endif
