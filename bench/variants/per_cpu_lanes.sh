@@ -12,7 +12,9 @@
 # applies the patch to one, builds blq-bench Release in both (-j$JOBS,
 # default 2), then runs scripts/ab_bench.sh A=per-producer B=per-CPU
 # (ratio B/A < 1: per-CPU faster). PERF_RUNS=N also runs
-# scripts/perf_stat.sh N times on W1 for each. ORDER=1 also builds and
+# scripts/perf_stat.sh N times on W1 for each. HOME_CPU=1 also applies
+# per-cpu-lanes-home.patch to B: a worker starts its look at the lane of
+# the CPU it runs on (sched_getcpu()) instead of its index's. ORDER=1 also builds and
 # runs percpu_order.c against each (a migrating producer's order: 0
 # inversions with per-producer lanes, some with per-CPU; needs 2 CPUs).
 # The worktrees are removed
@@ -45,6 +47,11 @@ trap cleanup EXIT
 git -C "$repo" worktree add --detach "$tmp/per-producer" "$base" >/dev/null
 git -C "$repo" worktree add --detach "$tmp/per-cpu" "$base" >/dev/null
 git -C "$tmp/per-cpu" apply "$patch"
+bname=per-CPU
+if [ "${HOME_CPU:-0}" = 1 ]; then
+	git -C "$tmp/per-cpu" apply "$here/per-cpu-lanes-home.patch"
+	bname="per-CPU, workers' home lane by CPU"
+fi
 for w in per-producer per-cpu; do
 	echo "# building $w" >&2
 	cmake -S "$tmp/$w" -B "$tmp/$w/build/rel" -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -60,7 +67,7 @@ fi
 a=$tmp/per-producer/build/rel/bench/blq-bench
 b=$tmp/per-cpu/build/rel/bench/blq-bench
 
-echo "# $(date -u +%FT%TZ) base $base, A per-producer, B per-CPU; before: $(uptime)"
+echo "# $(date -u +%FT%TZ) base $base, A per-producer, B $bname; before: $(uptime)"
 "$tmp/per-producer/scripts/ab_bench.sh" "$a" "$b" "$runs" "${workloads[@]}"
 echo "# after: $(uptime)"
 if [ -n "${PERF_RUNS:-}" ]; then
@@ -75,7 +82,7 @@ if [ -n "${PERF_RUNS:-}" ]; then
 				grep '^PERF ' | sed "s/^/RUN $i $side /" >>"$tmp/perf"
 		done
 	done
-	python3 - "$tmp/perf" <<'PY'
+	python3 - "$tmp/perf" "$bname" <<'PY'
 import re, statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
@@ -83,7 +90,7 @@ for line in open(sys.argv[1]):
     v = {k: float(x) for k, x in re.findall(r'(\w+)=([0-9.]+)', line)}
     runs.setdefault(int(f[1]), {})[f[2]] = v
 keys = ('task_ns_per_item', 'cs_per_Mitem', 'bench_ns_per_item', 'migrations')
-print(f"perf_stat W1, {len(runs)} runs alternated: A per-producer, B per-CPU")
+print(f"perf_stat W1, {len(runs)} runs alternated: A per-producer, B {sys.argv[2]}")
 print(f"{'':<18} {'A median':>9} {'B median':>9} {'B/A median':>11}  per-run B/A")
 for k in keys:
     pairs = [(r['a'][k], r['b'][k]) for r in runs.values() if 'a' in r and 'b' in r]
