@@ -16,7 +16,9 @@
 # per-cpu-lanes-home.patch to B: a worker starts its look at the lane of
 # the CPU it runs on (sched_getcpu()) instead of its index's. ORDER=1 also builds and
 # runs percpu_order.c against each (a migrating producer's order: 0
-# inversions with per-producer lanes, some with per-CPU; needs 2 CPUs).
+# inversions with per-producer lanes, some with per-CPU; and the front
+# leak's victim: the leaker's own oldest, or another producer's; needs 2
+# CPUs).
 # The worktrees are removed
 # on exit, whatever happens (KEEP=1 keeps them and prints where).
 set -euo pipefail

@@ -10,12 +10,20 @@
  * before older ones. Prints the inversions (an item that starts after
  * a newer one of the same producer) and exits 1 when there are any.
  *
+ * Then the front leak: a paused queue of capacity 10 whose DLQ records
+ * what leaks. Producer X, on CPU 0, enqueues 1-5 and stays alive;
+ * producer Y, on CPU 0 too, enqueues 6-10 and then 11, which finds the
+ * queue full and leaks its own oldest item: 6 with per-producer lanes
+ * (Y's lane). With per-CPU lanes X's and Y's items share CPU 0's lane,
+ * and the oldest there is X's 1. Exits 1 when the dropped item is not 6.
+ *
  *   cc -O2 -I include percpu_order.c BUILD/libblq.a -lpthread -lm
  * (bench/variants/per_cpu_lanes.sh ORDER=1 builds and runs it in both.)
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +51,80 @@ static int pin(int cpu)
 	CPU_ZERO(&s);
 	CPU_SET(cpu, &s);
 	return sched_setaffinity(0, sizeof(s), &s);
+}
+
+static uintptr_t dropped[4];
+static unsigned ndropped;
+
+static int dlq_put(void *self, void *payload)
+{
+	(void)self;
+	if (ndropped < 4)
+		dropped[ndropped] = (uintptr_t)payload;
+	ndropped++;
+	return 0;
+}
+
+typedef struct producer {
+	blq *q;
+	uintptr_t from, to; /* ids from..to */
+	sem_t *done, *stay; /* stay: NULL, or wait there after pushing */
+} producer;
+
+static void *produce(void *arg)
+{
+	producer *p = arg;
+
+	if (pin(0) != 0)
+		perror("percpu_order: sched_setaffinity");
+	for (uintptr_t id = p->from; id <= p->to; id++)
+		if (blq_enqueue(p->q, (void *)id) != 0)
+			fprintf(stderr, "percpu_order: enqueue %lu failed\n", (unsigned long)id);
+	sem_post(p->done);
+	if (p->stay != NULL)
+		sem_wait(p->stay);
+	return NULL;
+}
+
+/* 0 when the front leak dropped Y's own oldest (6). */
+static int front_leak(void)
+{
+	blq_config cfg = {.name = "leak",
+			  .capacity = 10,
+			  .workers = 1,
+			  .worker = work,
+			  .dlq = {.enqueue = dlq_put},
+			  .leak_direction = BLQ_LEAK_FRONT};
+	blq_error err;
+	blq *q = blq_new(&cfg, &err);
+	sem_t xdone, ydone, xstay;
+	pthread_t x, y;
+
+	if (q == NULL || blq_pause(q) != 0)
+		return 2;
+	sem_init(&xdone, 0, 0);
+	sem_init(&ydone, 0, 0);
+	sem_init(&xstay, 0, 0);
+	producer px = {.q = q, .from = 1, .to = 5, .done = &xdone, .stay = &xstay};
+	producer py = {.q = q, .from = 6, .to = 11, .done = &ydone};
+
+	pthread_create(&x, NULL, produce, &px);
+	sem_wait(&xdone);
+	pthread_create(&y, NULL, produce, &py);
+	sem_wait(&ydone);
+	pthread_join(y, NULL);
+	sem_post(&xstay);
+	pthread_join(x, NULL);
+	nstarted = 0;
+	blq_resume(q);
+	blq_close(q);
+	blq_free(q);
+	printf("percpu_order: front leak: Y (6-11, X's 1-5 alive on the same CPU) dropped %u item(s):",
+	       ndropped);
+	for (unsigned i = 0; i < ndropped && i < 4; i++)
+		printf(" %lu", (unsigned long)dropped[i]);
+	printf(" (its own oldest is 6)\n");
+	return ndropped == 1 && dropped[0] == 6 ? 0 : 1;
 }
 
 int main(void)
@@ -83,5 +165,7 @@ int main(void)
 	for (unsigned i = 0; i < nstarted; i += BLOCK / 2)
 		printf(" %lu", (unsigned long)started[i]);
 	printf("\n");
-	return inv != 0 || nstarted != N;
+	int bad = inv != 0 || nstarted != N;
+
+	return front_leak() != 0 || bad;
 }
