@@ -566,15 +566,23 @@ Test(qos, leak_front_per_subq)
 
 /* Without a DLQ a full sub-queue refuses try_enqueue and blocks enqueue
  * on that sub-queue only; draining it lets the producer in. */
-Test(qos, full_subq_blocks_only_its_producers)
+/* Sub-queues and egress of capacity 1, the worker parked, and "high"
+ * full (item ID(HIGH, 10)): the next high item finds no room. */
+static blq *high_full(wctx *w)
 {
-	wctx *w = wctx_new(false);
 	blq_qos_config qc = sq3(BLQ_QOS_PQ, 1, 1);
 	blq_config c = cfg_for(w, &qc);
 	blq *q = must_new(&c);
 
 	park_worker_and_fill_egress(q, w);
 	cr_assert_eq(blq_enqueue(q, tu_item_new(ID(HIGH, 10))), 0);
+	return q;
+}
+
+Test(qos, full_subq_blocks_only_its_producers)
+{
+	wctx *w = wctx_new(false);
+	blq *q = high_full(w);
 	tu_item *extra = tu_item_new(ID(HIGH, 11));
 	cr_expect_eq(blq_try_enqueue(q, extra), BLQ_EFULL);
 	tu_item_free(extra);
@@ -645,12 +653,7 @@ static void *graceful_closer(void *p)
 Test(qos, blocked_producer_counts_and_a_graceful_close_refuses_it)
 {
 	wctx *w = wctx_new(false);
-	blq_qos_config qc = sq3(BLQ_QOS_PQ, 1, 1);
-	blq_config c = cfg_for(w, &qc);
-	blq *q = must_new(&c);
-
-	park_worker_and_fill_egress(q, w);
-	cr_assert_eq(blq_enqueue(q, tu_item_new(ID(HIGH, 10))), 0); /* high is full */
+	blq *q = high_full(w);
 	cr_expect_eq(stats(q).producers_blocked, 0);
 	producer_arg a = {.q = q, .id = ID(HIGH, 11)};
 	pthread_t t, closer;
