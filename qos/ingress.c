@@ -10,14 +10,19 @@
  * it. A failed push takes the count back; the egress threads give it back
  * once the item is in the egress ring (egress.c).
  *
- * Full sub-queue: a leaky queue leaks from that sub-queue only (front: the
- * sub-queue's oldest items go to the DLQ to make room; rear: the new one
- * does); otherwise blq_try_enqueue says BLQ_EFULL and blq_enqueue sleeps on
- * that sub-queue's event count until the egress has drained it to half, or
- * the queue closes. Other sub-queues keep accepting meanwhile.
+ * Full sub-queue: the one admission policy of the core
+ * (queue/admission.c, through queue/shared/admission.h), applied to that
+ * sub-queue: a leaky queue leaks from that sub-queue only (front: its
+ * oldest items go to the DLQ to make room; rear: the new one does);
+ * otherwise blq_try_enqueue says BLQ_EFULL and blq_enqueue, counted in
+ * producers_blocked, takes its looks and sleeps on that
+ * sub-queue's event count until the egress has drained it to half, or the
+ * queue closes. Other sub-queues keep accepting meanwhile. The first push
+ * stays here, inline: an item that fits never reaches admission.c.
  */
 #include <blq/retry.h>
 
+#include "admission.h"
 #include "qos_internal.h"
 
 /* The original's weighted evaluator: def for weight 0, 100 from max up,
@@ -79,68 +84,62 @@ static void subq_leak_event(const struct blq__qos *s, const blq__subq *sq)
 		m->subq_leak(m->ctx, s->port.name, sq->name);
 }
 
-/* The sub-queue is full and the queue leaky: front leaks move its oldest
- * items to the DLQ to make room; else (or when that keeps failing) the new
- * item leaks. True when the new item went into the sub-queue after all. */
-static bool leak(struct blq__qos *s, blq__cell *c, blq__subq *sq, const blq__item *it)
-{
-	if (s->port.leak_direction == BLQ_LEAK_FRONT) {
-		blq__item old;
+/* A full sub-queue as admission.c sees it. */
+typedef struct subq_at {
+	struct blq__qos *s;
+	blq__subq *sq;
+} subq_at;
 
-		for (unsigned a = 0; a < s->port.front_leak_attempts; a++) {
-			if (blq__ring_pop(&sq->ring, &old)) {
-				/* Relaxed: we are in flight, so no closing worker
-				 * relies on this count until we leave. */
-				atomic_fetch_sub_explicit(s->port.staged, 1, memory_order_relaxed);
-				subq_leak_event(s, sq);
-				blq__core_leak(s->port.q, c, &old, BLQ_LEAK_FRONT);
-			}
-			if (subq_push(s, sq, it))
-				return true;
-		}
-	}
-	subq_leak_event(s, sq);
-	blq__core_leak(s->port.q, c, it, BLQ_LEAK_REAR);
-	return false;
+static bool at_push(void *ctx, const blq__item *it)
+{
+	const subq_at *at = ctx;
+
+	return subq_push(at->s, at->sq, it);
 }
 
-/* Blocks until the item fits into its full sub-queue (0) or the queue
- * closes (BLQ_ECLOSED): a spin while it can pay (spin.h), then a sleep
- * announced and re-checked on the sub-queue's event count (ec.h). */
-static int wait_push(struct blq__qos *s, blq__subq *sq, const blq__item *it)
+/* The sub-queue's oldest: uncounted from staged at once (relaxed: we are
+ * in flight, so no closing worker relies on this count until we leave). */
+static bool at_pop_oldest(void *ctx, blq__item *out)
 {
-	const _Atomic int *closed = s->port.closed;
+	const subq_at *at = ctx;
 
-	blq__spinner sp;
+	if (!blq__ring_pop(&at->sq->ring, out))
+		return false;
+	atomic_fetch_sub_explicit(at->s->port.staged, 1, memory_order_relaxed);
+	return true;
+}
 
-	if (blq__spin_start(s->port.spin, &sp)) {
-		while (blq__spin_pause(s->port.spin, &sp)) {
-			bool in = subq_push(s, sq, it);
+static void at_leak(void *ctx, blq__cell *c, const blq__item *it, enum blq_leak_dir dir)
+{
+	const subq_at *at = ctx;
 
-			if (in || atomic_load_explicit(closed, memory_order_relaxed)) {
-				blq__spin_stop(s->port.spin, &sp);
-				if (in)
-					return 0;
-				break; /* closed: the sleep's checks below say so */
-			}
-		}
-	}
-	for (;;) {
-		uint32_t snap = blq__ec_prepare(&sq->space);
+	subq_leak_event(at->s, at->sq);
+	blq__core_leak(at->s->port.q, c, it, dir);
+}
 
-		if (subq_push(s, sq, it)) {
-			blq__ec_cancel(&sq->space);
-			return 0;
-		}
-		/* seq_cst: pairs with the closer's store (enqueue.c). */
-		if (atomic_load_explicit(closed, memory_order_seq_cst)) {
-			blq__ec_cancel(&sq->space);
-			return BLQ_ECLOSED;
-		}
-		blq__ec_wait(&sq->space, snap, 0);
-		if (atomic_load_explicit(closed, memory_order_seq_cst))
-			return BLQ_ECLOSED;
-	}
+static const blq__admit_ops subq_ops = {
+	.push = at_push,
+	.pop_oldest = at_pop_oldest,
+	.leak = at_leak,
+};
+
+/* The first push found the sub-queue full: admission.c, with the looks.
+ * A due item (BLQ__TIMER) goes as a try: the timer thread never waits on
+ * a sub-queue (subq_admit). Out of line: the fast path stays a push. */
+static __attribute__((noinline)) int subq_full(struct blq__qos *s, blq__cell *c,
+					       blq__subq *sq, const blq__item *it,
+					       enum blq__mode mode, bool *pushed)
+{
+	subq_at at = {.s = s, .sq = sq};
+	const blq__admission a = {
+		.ops = &subq_ops,
+		.ctx = &at,
+		.port = &s->port,
+		.space = &sq->space,
+		.takers = NULL,
+	};
+
+	return blq__admit_full(&a, c, it, mode == BLQ__TIMER ? BLQ__TRY : mode, true, pushed);
 }
 
 void blq__qos_classify(void *state, blq__item *it, uint64_t weight)
@@ -162,20 +161,8 @@ static int subq_admit(struct blq__qos *s, blq__cell *c, const blq__item *it,
 	int rc = 0;
 
 	*pushed = subq_push(s, sq, it);
-	if (!*pushed) {
-		if (s->port.balanced)
-			blq__scale_up_hint(s->port.q); /* full: more hands, now */
-		if (s->port.leaky)
-			*pushed = leak(s, c, sq, it);
-		else if (mode != BLQ__BLOCK)
-			rc = BLQ_EFULL;
-		else {
-			/* A blocked producer (blq_stats' producers_blocked). */
-			atomic_fetch_add_explicit(s->port.blocked, 1, memory_order_relaxed);
-			*pushed = (rc = wait_push(s, sq, it)) == 0;
-			atomic_fetch_sub_explicit(s->port.blocked, 1, memory_order_relaxed);
-		}
-	}
+	if (!*pushed)
+		rc = subq_full(s, c, sq, it, mode, pushed);
 	/* Put: the item reached the sub-queue (and is in it, or leaked at its
 	 * rear), so per sub-queue put = pull + leak + size. */
 	if (rc == 0 && m != NULL && m->subq_put != NULL)

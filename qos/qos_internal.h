@@ -5,7 +5,9 @@
  * through blq__qos_engine's table (qos.c), and it sees the queue only
  * through the port it is given (s->port: the queue's staged count, close
  * flags and event counts) and the blq__core_* functions. engine.h is the
- * one header of the core included here.
+ * one header of the core included here; ingress.c also includes
+ * admission.h, the core's full-queue policy, which it applies to a full
+ * sub-queue.
  */
 #ifndef BLQ_QOS_INTERNAL_H
 #define BLQ_QOS_INTERNAL_H

@@ -3,140 +3,73 @@
  * rings, where the workers take them. The engine of every queue without
  * QoS.
  *
- * Full rings: a balanced queue first asks for more workers; a leaky queue
- * then leaks (front: the oldest items move to the DLQ to make room, up to
- * front_leak_attempts times; rear, or when that keeps failing: the new
- * item goes); otherwise try-enqueue says BLQ_EFULL, and a blocking enqueue
- * spins a little when that can pay (spin.h) and then sleeps on space_ec
- * until a worker has drained the rings to half or the queue closes (the
- * timer thread: until a force). No lock and no allocation on any of these paths.
+ * Full rings: the one admission policy (admission.c: the balancer's hint,
+ * front-then-rear leaks, BLQ_EFULL, waiting on space_ec until a worker has
+ * drained the rings to half or the queue closes, the timer thread only
+ * until a force), applied to the rings: push into any ring, a front leak's
+ * victim from the producer's own lane, else the rings' oldest. This file
+ * says which waits take the looks first (place, below) and keeps
+ * the first push inline: an item that fits never reaches admission.c.
  * Due items from the timer go into its due ring first (timer.c), and only
  * when that is full into the rings like a producer's.
  */
+#include "admission.h"
 #include "internal.h"
 
-/* The condition a waiting pusher gives up on: a close for producers, only
- * a force for the timer thread (a graceful close drains the timer). */
-static bool give_up(const blq *q, enum blq__mode mode)
+/* The rings as admission.c sees them (ctx: the queue). */
+static bool rings_push(void *ctx, const blq__item *it)
 {
-	return atomic_load_explicit(mode == BLQ__TIMER ? &q->forced : &q->closed,
-				    memory_order_seq_cst) != 0;
+	return blq__push_any(ctx, it);
 }
 
-static bool spin_push(blq *q, const blq__item *it, enum blq__mode mode)
+/* Our own lane's oldest, else the rings' (not the timer's due ring: that
+ * room is not where ours goes). */
+static bool rings_pop_oldest(void *ctx, blq__item *out)
 {
-	blq__spinner sp;
-
-	if (!blq__spin_start(&q->spin, &sp))
-		return false;
-	while (blq__spin_pause(&q->spin, &sp)) {
-		bool in = blq__push_any(q, it);
-
-		if (in || give_up(q, mode)) {
-			blq__spin_stop(&q->spin, &sp);
-			return in;
-		}
-	}
-	return false;
+	return blq__pop_oldest_own(ctx, out);
 }
 
-/* The ring is full and the queue is leaky: make room at the front (moving
- * the oldest items to the DLQ) or leak the new item at the rear. True when
- * the new item went into the ring after all. */
-static bool leak(blq *q, blq__cell *c, const blq__item *it)
+static void rings_leak(void *ctx, blq__cell *c, const blq__item *it, enum blq_leak_dir dir)
 {
-	if (q->cfg.leak_direction == BLQ_LEAK_FRONT) {
-		blq__item old;
-
-		/* Our own lane's oldest, else the rings' (not the timer's
-		 * due ring: that room is not where ours goes). */
-		for (unsigned a = 0; a < q->cfg.front_leak_attempts; a++) {
-			if (blq__pop_oldest_own(q, &old))
-				blq__to_dlq(q, c, &old, BLQ_DLQ_OVERFLOW_FRONT, 0);
-			if (blq__push_any(q, it))
-				return true;
-		}
-	}
-	blq__to_dlq(q, c, it, BLQ_DLQ_OVERFLOW_REAR, 0);
-	return false;
+	blq__core_leak(ctx, c, it, dir);
 }
 
+static const blq__admit_ops rings_ops = {
+	.push = rings_push,
+	.pop_oldest = rings_pop_oldest,
+	.leak = rings_leak,
+};
 
-/* A blocking producer counts in producers_blocked from when it finds the
- * queue full until it gets in or gives up. */
-static int unblock(blq *q, bool counted, int rc)
-{
-	if (counted)
-		atomic_fetch_sub_explicit(&q->producers_blocked, 1, memory_order_relaxed);
-	return rc;
-}
-
-/* blq__place, and whether the wait for room may spin first (spin.h; 0.4
- * took yielding looks there, which these measurements are of). A single
- * blocking producer does not: it sleeps at once. Measured on W1 (2 producers, 2 workers, 2 CPUs), 10 runs each,
+/* The rings' admission when the push found no room (admission.c), and
+ * whether its wait for room takes the looks first (spin.h). A
+ * single blocking producer does not: it sleeps at once.
+ * Measured on W1 (2 producers, 2 workers, 2 CPUs), 10 runs each,
  * alternated: with the looks 78-210 ns/item in two regimes, the slower
  * one in half the runs; without them 76-113. A worker frees room at half
  * a ring, so the sleep and its wake-up weigh once per half a ring's
  * items. A batch's producer and the timer thread keep their looks: with
  * a batch's producer sleeping at once too W1-BATCH was 1.29x slower, and
  * with the timer thread too RETRY was 1.17x (1.09x as it is). */
-static int place(blq *q, blq__cell *c, blq__item *it, enum blq__mode mode, bool looks,
+static int place(blq *q, blq__cell *c, const blq__item *it, enum blq__mode mode, bool looks,
 		 bool *pushed)
 {
-	bool counted = false;
+	const blq__admission a = {
+		.ops = &rings_ops,
+		.ctx = q,
+		.port = &q->port,
+		.space = &q->space_ec,
+		.takers = &q->items_ec,
+	};
 
-	*pushed = false;
-	for (;;) {
-		if (blq__push_any(q, it)) {
-			*pushed = true;
-			return unblock(q, counted, 0);
-		}
-		if (q->balanced)
-			blq__scale_up_hint(q); /* full: more hands, now */
-		if (q->leaky) {
-			*pushed = leak(q, c, it);
-			return 0;
-		}
-		if (mode == BLQ__TRY)
-			return BLQ_EFULL;
-		if (mode == BLQ__BLOCK && !counted) {
-			atomic_fetch_add_explicit(&q->producers_blocked, 1, memory_order_relaxed);
-			counted = true;
-		}
-		/* The timer thread wakes the workers once per batch, after it
-		 * (timer.c, deliver_batch): the items of this batch it has
-		 * pushed so far have woken nobody. Wake a worker before waiting
-		 * for room, or the rings stay full of them while the workers
-		 * sleep as if they were empty (a woken worker passes it on). */
-		if (mode == BLQ__TIMER)
-			blq__ec_notify(&q->items_ec, 1);
-		/* Slow path: with `looks`, a spin while it can pay (the
-		 * workers are draining on other CPUs); then sleep until a
-		 * worker frees room or we must give up, re-checking both
-		 * after announcing ourselves. */
-		if (looks && spin_push(q, it, mode)) {
-			*pushed = true;
-			return unblock(q, counted, 0);
-		}
-		uint32_t snap = blq__ec_prepare(&q->space_ec);
-		if (blq__push_any(q, it)) {
-			blq__ec_cancel(&q->space_ec);
-			*pushed = true;
-			return unblock(q, counted, 0);
-		}
-		if (give_up(q, mode)) {
-			blq__ec_cancel(&q->space_ec);
-			return unblock(q, counted, BLQ_ECLOSED);
-		}
-		blq__ec_wait(&q->space_ec, snap, 0);
-		if (give_up(q, mode))
-			return unblock(q, counted, BLQ_ECLOSED);
-	}
+	return blq__admit_full(&a, c, it, mode, looks, pushed);
 }
 
+/* engine.h: the rings' push, then the policy with the looks (a batch's
+ * producer, QoS's timer items). */
 int blq__place(blq *q, blq__cell *c, blq__item *it, enum blq__mode mode, bool *pushed)
 {
-	return place(q, c, it, mode, true, pushed);
+	*pushed = blq__push_any(q, it);
+	return *pushed ? 0 : place(q, c, it, mode, true, pushed);
 }
 
 static int rings_check(const blq_config *cfg, blq_error *err)
@@ -157,14 +90,14 @@ static int rings_init(const blq_config *cfg, const blq__port *port, void **state
 	return 0;
 }
 
-/* Where a push did not go through at once: a due item's ring, then
- * blq__place's leaking or waiting. Out of line, so the fast path below
- * stays a push and a store. */
+/* Where a push did not go through at once: a due item's ring and the
+ * rings, then admission.c's leaking or waiting. Out of line, so the fast
+ * path below stays a push and a store. */
 static __attribute__((noinline)) int admit_slow(blq *q, blq__cell *c, blq__item *it,
 						enum blq__mode mode, blq__ec **woken)
 {
 	bool pushed = false;
-	int rc;
+	int rc = 0;
 
 	if (mode == BLQ__TIMER) {
 		/* A due item: the timer's own ring first (ours while the
@@ -176,7 +109,11 @@ static __attribute__((noinline)) int admit_slow(blq *q, blq__cell *c, blq__item 
 			return 0;
 		}
 	}
-	rc = place(q, c, it, mode, mode == BLQ__TIMER, &pushed);
+	/* rings_admit pushed a producer's item once already. */
+	if (mode == BLQ__TIMER && blq__push_any(q, it))
+		pushed = true;
+	else
+		rc = place(q, c, it, mode, mode == BLQ__TIMER, &pushed);
 	*woken = pushed ? &q->items_ec : NULL;
 	return rc;
 }

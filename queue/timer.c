@@ -51,14 +51,14 @@
  *   does not fight the producers for room in full rings (a third producer
  *   spinning on a full ring cost RETRY a fifth of its throughput), and a
  *   retry that is due runs next instead of behind a full queue of new
- *   items. Only when that ring is full does the thread push like a producer
- *   (blq__place in BLQ__TIMER mode): a leaky queue leaks a due item that
- *   finds the rings full; otherwise the thread waits for room, through a
- *   graceful close, until a force. With QoS a due item enters its
- *   sub-queue instead, like a new one.
+ *   items. Only when that ring is full does the thread push like a
+ *   producer (queue/admission.c's policy, in BLQ__TIMER mode): a leaky
+ *   queue leaks a due item that finds the rings full; otherwise the thread
+ *   waits for room, through a graceful close, until a force. With QoS a
+ *   due item enters its sub-queue instead, like a new one.
  * - The due ring stays the MPMC ring of util/ring.h, not ck_ring's SPMC
  *   mode, though one thread pushes at a time: the thread pushes its batch
- *   outside the mutex (blq__place may wait there for room, and the DLQ and
+ *   outside the mutex (admission.c may wait there for room, and the DLQ and
  *   hooks run there), kept apart from the workers' pushes (assist) by
  *   `delivering`, not by holding the mutex. And ck's multi-consumer dequeue
  *   copies a slot before its CAS, so a worker preempted there reads a slot
@@ -327,7 +327,7 @@ static blq__ec *deliver(blq *q, blq__timed *e, uint64_t now)
 
 /* Delivers a batch, then uncounts it and wakes once: per batch, not per
  * item, the shared counters and the wake-up barrier. (When it must wait
- * for ring room mid-batch, blq__place wakes a worker first: the items
+ * for ring room mid-batch, admission.c wakes a worker first: the items
  * pushed before have woken nobody.) */
 static void deliver_batch(blq *q, blq__timed *due, size_t k, uint64_t now)
 {
@@ -589,7 +589,7 @@ void blq__timer_assist(blq *q, uint64_t now)
 	if (!t->stop && !t->delivering && !forced(q)) {
 		drain_inboxes(q);
 		/* Into the due ring, and only what it takes: a worker must
-		 * not wait for room in the rings (blq__place), the workers
+		 * not wait for room in the rings (admission.c), the workers
 		 * are who make it. The rest is the thread's. */
 		const blq__timed *first;
 		while (k < BLQ__TIMER_BATCH && (first = blq__timed_set_earliest(&t->set)) != NULL &&

@@ -566,15 +566,23 @@ Test(qos, leak_front_per_subq)
 
 /* Without a DLQ a full sub-queue refuses try_enqueue and blocks enqueue
  * on that sub-queue only; draining it lets the producer in. */
-Test(qos, full_subq_blocks_only_its_producers)
+/* Sub-queues and egress of capacity 1, the worker parked, and "high"
+ * full (item ID(HIGH, 10)): the next high item finds no room. */
+static blq *high_full(wctx *w)
 {
-	wctx *w = wctx_new(false);
 	blq_qos_config qc = sq3(BLQ_QOS_PQ, 1, 1);
 	blq_config c = cfg_for(w, &qc);
 	blq *q = must_new(&c);
 
 	park_worker_and_fill_egress(q, w);
 	cr_assert_eq(blq_enqueue(q, tu_item_new(ID(HIGH, 10))), 0);
+	return q;
+}
+
+Test(qos, full_subq_blocks_only_its_producers)
+{
+	wctx *w = wctx_new(false);
+	blq *q = high_full(w);
 	tu_item *extra = tu_item_new(ID(HIGH, 11));
 	cr_expect_eq(blq_try_enqueue(q, extra), BLQ_EFULL);
 	tu_item_free(extra);
@@ -629,6 +637,46 @@ Test(qos, force_close_without_dlq_counts_subqs_lost)
 	cr_expect_eq(s.size, 0);
 	expect_balanced(q);
 	cr_expect_eq(atomic_load(&tu_freed), 9); /* 8 + the refused one, each once */
+	blq_free(q);
+	wctx_free(w);
+}
+
+/* The full-queue policy both engines share (queue/admission.c), on a
+ * sub-queue: a producer waiting for room counts in producers_blocked (and
+ * the queue shows throttled), and a graceful close wakes it with
+ * BLQ_ECLOSED, its item still its own, while what was queued drains. */
+static void *graceful_closer(void *p)
+{
+	return (void *)(intptr_t)blq_close(p);
+}
+
+Test(qos, blocked_producer_counts_and_a_graceful_close_refuses_it)
+{
+	wctx *w = wctx_new(false);
+	blq *q = high_full(w);
+	cr_expect_eq(stats(q).producers_blocked, 0);
+	producer_arg a = {.q = q, .id = ID(HIGH, 11)};
+	pthread_t t, closer;
+	void *closed_rc;
+	pthread_create(&t, NULL, blocking_producer, &a);
+	cr_assert(TU_WAIT_FOR(stats(q).producers_blocked == 1, 5000), "blocked %u",
+		  stats(q).producers_blocked);
+	cr_expect(stats(q).throttled);
+	cr_expect_eq(atomic_load(&a.done), 0);
+	pthread_create(&closer, NULL, graceful_closer, q);
+	cr_assert(TU_WAIT_FOR(atomic_load(&a.done) == 1, 5000), "the close left it blocked");
+	pthread_join(t, NULL);
+	cr_expect_eq(a.rc, BLQ_ECLOSED);
+	cr_expect_eq(stats(q).producers_blocked, 0);
+	tu_gate_open(&w->gate);
+	pthread_join(closer, &closed_rc);
+	cr_expect_eq((intptr_t)closed_rc, 0);
+	struct blq_stats s = stats(q);
+	cr_expect_eq(s.in, 3);
+	cr_expect_eq(s.processed, 3);
+	cr_expect_eq(s.producers_blocked, 0);
+	expect_balanced(q);
+	cr_expect_eq(atomic_load(&tu_freed), 4); /* 3 by the worker, the refused one by us */
 	blq_free(q);
 	wctx_free(w);
 }

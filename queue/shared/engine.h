@@ -16,9 +16,10 @@
  * place of the core that names QoS) and asks it for the queue's shape.
  *
  * The way back: an engine sees the queue only through the blq__port it is
- * given at init and the functions declared at the end of this file. This
- * header is the only one of the core that an engine includes; the build
- * enforces it (each module compiles with its own include directories, and
+ * given at init and the functions declared at the end of this file, and
+ * applies the core's full-queue policy through admission.h beside it.
+ * These two are the only headers of the core an engine includes; the
+ * build enforces it (each module compiles with its own include directories, and
  * a relative include that climbs out of a module fails the configure
  * step: CMakeLists.txt, docs/modules.md).
  */
