@@ -106,8 +106,13 @@
 #ifndef CAP
 #define CAP 2
 #endif
-#if NP < 1 || NP > 2 || NW < 1 || NW > 2 || K < 1 || K > 3 || CAP < 1 || CAP > 2
-#error "NP 1..2, NW 1..2, K 1..3, CAP 1..2"
+/* BLQ__LANE_CREDIT: the places a lane's owner reserves at once (32 in
+ * the code). CR 1 reserves one place per item, as before the credit. */
+#ifndef CR
+#define CR 2
+#endif
+#if NP < 1 || NP > 2 || NW < 1 || NW > 2 || K < 1 || K > 3 || CAP < 1 || CAP > 4 || CR < 1 || CR > 4
+#error "NP 1..2, NW 1..2, K 1..3, CAP 1..4, CR 1..4"
 #endif
 
 #define N (NP * K)		/* items in all */
@@ -139,8 +144,16 @@ byte stail;
 
 byte spills;			/* spill episodes begun (lanes.spills) */
 byte held;			/* the admission counter */
+/* Each lane's credit: the low bits of its owner's cell's `entered`
+ * (internal.h). The borrow (low bits 0xFFFF while the owner's add is
+ * undone) is not a variable: it happens only at credit 0, nobody but the
+ * owner adds, so the thieves find 0 as they would find it borrowed; what
+ * matters of it, that the owner is not yet counted in `entered`, is the
+ * producer's place between its two adds. */
+byte cred[NP];
 byte occ;			/* items in the rings (claimed slots included) */
-byte win;			/* threads between reserve and push, take and release */
+byte win;			/* places of one item: between reserve and push, take and release */
+byte tr;			/* places reserved as credit, not yet added to it (keep_credit) */
 byte entered;
 byte left;
 bit closed;
@@ -177,9 +190,19 @@ inline observe(s)
 
 #define LOCKED(stmt) atomic { flush(); stmt }
 
-/* held == the items in the rings whenever nobody is between the two. */
-#define QUIET assert(held <= CAP && occ <= CAP); \
-	if :: win == 0 -> assert(held == occ) :: else fi
+#if NP > 1
+#define CREDS (cred[0] + cred[1])
+#else
+#define CREDS cred[0]
+#endif
+
+/* held never above capacity, and it covers the items in the rings and the
+ * lanes' credit (occ + credit <= held: what blq__lanes_items = held -
+ * credit relies on to count every item); held == items + credit whenever
+ * no place is between reserve and push, take and release, or in transit
+ * to a lane's credit. */
+#define QUIET assert(held <= CAP && occ <= CAP && occ + CREDS <= held); \
+	if :: win == 0 && tr == 0 -> assert(held == occ + CREDS) :: else fi
 
 /* ---- the event count (ec.pml) ---- */
 
@@ -309,16 +332,119 @@ inline wake_all()
 
 /* ---- producers ---- */
 
-/* blq__lanes_reserve: a relaxed load of held; below CAP, the CAS. A
- * load that finds it full writes nothing (no locked instruction). */
-inline reserve(ok)
+/* Ghosts for -DTRY (producers that try-enqueue: a full queue refuses
+ * with BLQ_EFULL instead of waiting). cz, bit 2p + i: lane i's credit
+ * was 0 at some moment since producer p's admission began; a refusal
+ * needs every other lane's bit (no lane kept idle credit all through the
+ * attempt). -DROOM_CHECK adds fs, bit p: held less the credit was at
+ * capacity at some moment since p's admission began (the queue was full
+ * while it tried); a refusal needs it too. */
+#ifdef TRY
+byte efulls;
+byte cz;
+#define ZB(p, i) (1 << (2 * (p) + (i)))
+#define ZERO(i) if :: cred[i] == 0 -> cz = cz | ZB(0, i) | ZB(1, i) :: else fi
+#ifdef ROOM_CHECK
+byte fs;
+#define FULLNOW if :: held - CREDS >= CAP -> fs = 3 :: else fi
+#else
+#define FULLNOW skip
+#endif
+#define SPENT(i) ZERO(i); FULLNOW
+#else
+#define SPENT(i) skip
+#define FULLNOW skip
+#endif
+
+/* enqueue.c enter() for a lane's owner, one undelayed item: the one
+ * locked add of BLQ__ENTER_ONE - 1 on its cell's `entered`. With credit
+ * it counts the producer in and takes a place (placed: win, a place of
+ * this item); at credit 0 it borrows: the low bits go to 0xFFFF and the
+ * count above them stays as it was, so the producer is not yet counted
+ * in. undo() is the second add (+1): the low bits back to 0, the count
+ * in. */
+inline enter()
 {
 	atomic {
+		flush();
 		if
-		:: held < CAP -> flush(); held++; win++; ok = 1; QUIET
+		:: cred[me] > 0 -> cred[me]--; win++; entered++; placed = 1; SPENT(me); QUIET
+		:: else
+		fi
+	}
+}
+
+inline undo()
+{
+	if
+	:: !placed -> LOCKED(entered++)
+	:: else
+	fi
+}
+
+/* blq__lanes_admit(q, l, 1) after enter() found no credit (so its own
+ * take_credit finds 0: only the owner adds to its credit, and it has
+ * not since; left out). lanes_reserve asks for BLQ__LANE_CREDIT: a load
+ * of held (seq_cst, the re-check of a producer about to sleep) and below
+ * CAP a CAS to held + min(CAP - held, CR), one step (the CAS loop is
+ * the CAS that succeeds); one place for this item (win), the rest in
+ * transit (tr) until keep_credit adds them to the lane's credit (its
+ * load of the credit finds 0, as above: one locked add). held full:
+ * take_others_credit, the other lane's credit (ours is 0): a load, and
+ * above 0 a CAS taking one. NO_THIEF: that left out. */
+inline admit()
+{
+	atomic {
+#ifdef TRY
+		cz = cz & ~(ZB(me, 0) | ZB(me, 1));
+		ZERO(0);
+#if NP > 1
+		ZERO(1);
+#endif
+#ifdef ROOM_CHECK
+		fs = fs & ~(1 << me);
+		FULLNOW;
+#endif
+#endif
+		if
+		:: held < CAP ->
+			flush();
+			if
+			:: CAP - held < CR -> got = CAP - held
+			:: else -> got = CR
+			fi;
+			held = held + got;
+			win++;
+			tr = tr + got - 1;
+			ok = 1;
+			FULLNOW;
+			QUIET
 		:: else -> ok = 0
 		fi
 	}
+#if NP > 1 && !defined(NO_THIEF)
+	if
+	:: !ok ->
+		atomic {
+			if
+			:: cred[1 - me] > 0 ->
+				flush();
+				cred[1 - me]--;
+				win++;
+				ok = 1;
+				SPENT(1 - me);
+				QUIET
+			:: else
+			fi
+		}
+	:: else
+	fi;
+#endif
+	if
+	:: got > 1 -> LOCKED(cred[me] = cred[me] + got - 1; tr = tr - got + 1; QUIET)
+	:: else
+	fi;
+	got = 0
 }
 
 /* push_reserved of one item: the lane (reserve_sp: room by its head, a
@@ -379,37 +505,56 @@ inline push_reserved()
 proctype Producer(byte me)
 {
 	bit ok;
+	bit placed;
 	bit spilling;
 	byte spill_end;
 	byte k;
 	byte s;
+	byte got;
 
 next:
 	if
 	:: k == K -> goto done
 	:: else
 	fi;
-#ifdef CLOSED_FIRST
+#if defined(CLOSED_FIRST)
 	if
-	:: closed -> LOCKED(entered++); goto refuse
+	:: closed -> enter(); undo(); goto refuse
 	:: else
 	fi;
-	LOCKED(entered++);
+	enter();
+	undo();
+#elif defined(UNDO_LATE)
+	/* The borrow undone after `closed` is read. */
+	enter();
+	if
+	:: closed -> undo(); goto refuse
+	:: else
+	fi;
+	undo();
 #else
-	LOCKED(entered++);
+	enter();
+	undo();
 	if
 	:: closed -> goto refuse
 	:: else
 	fi;
 #endif
+	if
+	:: placed -> placed = 0; goto push
+	:: else
+	fi;
 place:
-	reserve(ok);
+	admit();
 	if
 	:: ok -> goto push
 	:: else
 	fi;
+#ifdef TRY
+	goto efull;
+#endif
 	ec_prepare(SPACE);
-	reserve(ok);
+	admit();
 	if
 	:: ok -> ec_cancel(SPACE); goto push
 	:: else
@@ -446,9 +591,37 @@ progress_push:
 	:: else
 	fi;
 	goto next;
+#ifdef TRY
+efull:
+	/* BLQ_EFULL: held was full and no other lane's credit was there
+	 * to take; leave() with nothing placed, then the next item. */
+	atomic {
+		assert((cz & ZB(me, 1 - me)) != 0 || NP == 1);
+#ifdef ROOM_CHECK
+		assert((fs & (1 << me)) != 0);
+#endif
+		cz = cz & ~(ZB(me, 0) | ZB(me, 1));
+#ifdef ROOM_CHECK
+		fs = fs & ~(1 << me);
+#endif
+		efulls++
+	}
+	k++;
+	LOCKED(left++);
+	if
+	:: closed -> wake_all()
+	:: else
+	fi;
+	goto next;
+#endif
 refuse:
-	/* leave with nothing placed: the handoff's add, and the close's
+	/* leave with nothing placed: a place taken from the credit goes
+	 * back (blq__lanes_unspend), the handoff's add, and the close's
 	 * wake-all; the rest of the items are refused too. */
+	if
+	:: placed -> LOCKED(cred[me]++; win--; QUIET); placed = 0
+	:: else
+	fi;
 	LOCKED(left++);
 	if
 	:: closed -> wake_all()
@@ -606,8 +779,20 @@ inline after_take()
 #ifndef NO_SPACE_WAKE
 	if
 	:: sw ->
+		/* blq__ring_items: blq__lanes_items, held (a load), less
+		 * the lanes' credit (a load of each cell's `entered`; one
+		 * step here for both), 0 when below. WAKE_HELD: held alone. */
+		t = held;
+#ifndef WAKE_HELD
+		atomic {
+			if
+			:: t > CREDS -> t = t - CREDS
+			:: else -> t = 0
+			fi
+		};
+#endif
 		if
-		:: held <= CAP / 2 ->
+		:: t <= CAP / 2 ->
 			ec_claim(SPACE, ok);
 			if
 			:: ok -> ec_wake_slow(SPACE, 0)
@@ -619,6 +804,7 @@ inline after_take()
 	fi;
 #endif
 	sw = 0;
+	t = 0;
 	ok = 0
 }
 
@@ -638,7 +824,22 @@ proctype Worker(byte me)
 
 look:
 	if
-	:: slept && held > 1 -> ec_notify(ITEMS, 1); slept = 0
+	:: slept ->
+		/* blq__taken_items > 1: held less the credit, as above. */
+		t = held;
+#ifndef WAKE_HELD
+		atomic {
+			if
+			:: t > CREDS -> t = t - CREDS
+			:: else -> t = 0
+			fi
+		};
+#endif
+		if
+		:: t > 1 -> ec_notify(ITEMS, 1); slept = 0
+		:: else
+		fi;
+		t = 0
 	:: else
 	fi;
 	take(ok);
@@ -723,10 +924,14 @@ init
 		run Closer()
 	}
 	_nr_pr == 1;
-#ifndef CLOSE_ANY
+#if !defined(CLOSE_ANY) && !defined(TRY)
 	assert(accepted == N);
 #endif
+#if defined(TRY) && !defined(CLOSE_ANY)
+	assert(accepted + efulls == N);
+#endif
 	assert(consumed == accepted);
-	assert(held == 0 && occ == 0 && win == 0);
+	/* What is left in held is the lanes' idle credit. */
+	assert(held == CREDS && occ == 0 && win == 0 && tr == 0);
 	assert(waiters[ITEMS] == 0 && waiters[SPACE] == 0)
 }
