@@ -6,9 +6,10 @@
  * it on its own); this one checks what lanes put around it.
  * scripts/model_check.sh runs it; docs/model-check.md has the results.
  *
- * The code modelled: main at a75d3e1 (per-item reservation of held, the
- * spill count). f05d723's lane credit (held reserved 32 at a time into a
- * lane, taken back by a producer that finds held full) is not modelled.
+ * The code modelled: main at 05f4f3e: the spill count, and the lane
+ * credit (a lane's owner reserves BLQ__LANE_CREDIT places of held at a
+ * time, kept in the low bits of its cell's `entered`; a producer that
+ * finds held full takes what it needs of the other lanes' credit).
  *
  * Design
  * - Rings: NP lanes of one slot each (queue/rings.c push_reserved: the
@@ -25,8 +26,25 @@
  *   sequence number) sits in its producer's store buffer until that
  *   thread's next locked instruction, or drains by itself at any moment
  *   (explored lazily, when another thread reads the slot).
- * - held (blq__lanes_reserve): a relaxed load, and when below CAP a CAS
- *   to held + 1 (locked); then the push. The reservation guarantees room:
+ * - held and the credit (lanes.c blq__lanes_admit, enqueue.c enter):
+ *   every producer owns a lane, and every item is a single undelayed
+ *   enqueue, so each goes through the fused add: one locked add on its
+ *   cell's `entered` that, with credit there, counts it in and takes a
+ *   place (it then pushes at once, blq__push_placed); at credit 0 it
+ *   borrows (not yet counted in) and a second add undoes that and counts
+ *   it in, both before `closed` is read. A place taken from the credit
+ *   of a closed queue goes back (blq__lanes_unspend). No credit: the
+ *   admission, a load of held (seq_cst) and below CAP a CAS to held +
+ *   min(CAP - held, CR), one place for the item, the rest in transit
+ *   until keep_credit adds them to the lane's credit (a locked add);
+ *   held full: the other lane's credit, a load and a CAS taking one
+ *   (take_others_credit; its own lane's credit is 0 there and left
+ *   out). CR stands for BLQ__LANE_CREDIT (32): CR 2 with CAP 2 or 3 is
+ *   a credit smaller than the capacity that a refill can still take
+ *   whole, CR 3 with CAP 3 a credit more than half the capacity (a
+ *   queue of less than 64), CR 1 no credit at all (one place per
+ *   reservation, the code before f05d723). Then the push. The
+ *   reservation guarantees room:
  *   the lane, else the shared ring (push_reserved's abort() is an
  *   assertion here). Spilling (lanes.h, "Order"): once the lane was full
  *   the producer keeps to the shared ring until that ring's head has
@@ -40,15 +58,20 @@
  *   moved since), then the CAS on head; nothing found and spills moved:
  *   look again. Right after a take release_held (pop_counted: a seq_cst
  *   fetch_sub, the StoreLoad barrier), and once next_item has returned
- *   after_take (space.waiters, held <= CAP/2, claim, wake all). Sleep:
+ *   after_take (space.waiters, blq__ring_items <= CAP/2, claim, wake
+ *   all; blq__ring_items is blq__lanes_items, held less the lanes'
+ *   credit: a load of held, then one step for the credit). Sleep:
  *   prepare(items), look again (cancel on success), closed and no
  *   producer in flight: one more look, cancel, exit when empty; else
- *   wait. The pass-on when woken and held > 1
- *   (blq__taken_items is held with lanes). At exit notify(items, 1).
- * - Producers (enqueue.c, engine_rings.c place): entered++ (locked), load
- *   of closed (refuse: leave and stop), reserve; when full: prepare(space),
- *   reserve again (cancel on success), closed: cancel, refuse; wait;
- *   closed: refuse; again. After a push blq__handoff: left++ (locked, the
+ *   wait. The pass-on when woken and held less the credit > 1
+ *   (blq__taken_items). At exit notify(items, 1).
+ * - Producers (enqueue.c, engine_rings.c place): the fused add (and its
+ *   undo), load of closed (refuse: leave and stop), with a place from the
+ *   credit the push, else the admission; when full: prepare(space),
+ *   admission again (cancel on success), closed: cancel, refuse; wait;
+ *   closed: refuse; again. -DTRY: try-enqueue, a full queue refuses the
+ *   item (BLQ_EFULL) and the producer goes on to its next. After a push
+ *   blq__handoff: left++ (locked, the
  *   barrier), items.waiters, claim, wake one; closed: blq__wake_all.
  * - The closer (close.c begin_close, then the finish): closed = 1
  *   (seq_cst store), blq__wake_all (items and space, wake-alls), then
@@ -64,11 +87,17 @@
  * while there is an item to take or room to push: a lost wake-up; or a
  * worker that never exits, or a closer that never finishes); assertions:
  * held in [0, CAP] (a byte: a decrement below 0 wraps above CAP) and the
- * rings never holding more than CAP items (exact capacity); whenever no
- * thread is between its reservation and its push or between its take and
- * its release, held equals the items in the rings; the reservation always
- * finds a slot; every item taken at most once; at the end every accepted
- * item taken once, held 0, no waiter left; a worker takes each
+ * rings never holding more than CAP items (exact capacity); items in the
+ * rings + the lanes' credit <= held at every step (what blq__lanes_items
+ * = held - credit relies on: it never counts an item out, nor a place
+ * twice); whenever no place is between its reservation and its push,
+ * between a take and its release, or in transit to a credit, held equals
+ * the items in the rings plus the credit; the reservation always finds
+ * a slot; every item taken at most once; at the end every accepted item
+ * taken once, held equal to the credit left in the lanes, no waiter
+ * left; with -DTRY, a refusal only when every other lane's credit was 0
+ * at some moment of the attempt (no idle credit makes a queue refuse);
+ * a worker takes each
  * producer's items in the order they were enqueued (lanes.h, "Order";
  * -DNO_ORDER_CHECK leaves that out).
  *
@@ -89,9 +118,21 @@
  *                       whose look passed a lane before the producer's
  *                       older item got there takes the newer, spilled
  *                       one first
+ *   NO_THIEF            (with TRY) no take_others_credit: a producer
+ *                       refused while the other lane's credit sat idle
+ *   UNDO_LATE           (with CLOSE_ANY) the borrow undone after `closed`
+ *                       is read: a producer not yet counted in reads it
+ *                       open, the worker exits, its item stays in a ring
+ *   WAKE_HELD           after_take and the pass-on count held, not held
+ *                       less the credit (CAP 3, CR 3): a producer that
+ *                       found the credit in transit sleeps for good
+ *
+ * -DROOM_CHECK (with TRY) asserts more: a refusal only when held less the
+ * credit was at capacity at some moment of the attempt. The code fails it
+ * (docs/model-check.md, "Credit"): it is a finding, not in the script.
  *
  * Sizes: NP producers (1..2), NW workers (1..2), K items per producer
- * (1..3), CAP capacity (1..2).
+ * (1..3), CAP capacity (1..4), CR credit (1..4, default 2).
  */
 
 #ifndef NP
