@@ -70,7 +70,8 @@
  *   credit the push, else the admission; when full: prepare(space),
  *   admission again (cancel on success), closed: cancel, refuse; wait;
  *   closed: refuse; again. -DTRY: try-enqueue, a full queue refuses the
- *   item (BLQ_EFULL) and the producer goes on to its next. After a push
+ *   item (BLQ_EFULL) after two looks (rings_admit's blq__push_any, then
+ *   place()'s) and the producer goes on to its next. After a push
  *   blq__handoff: left++ (locked, the
  *   barrier), items.waiters, claim, wake one; closed: blq__wake_all.
  * - The closer (close.c begin_close, then the finish): closed = 1
@@ -128,11 +129,14 @@
  *                       found the credit in transit sleeps for good
  *
  * -DROOM_CHECK (with TRY) asserts more: a refusal only when held less the
- * credit was at capacity at some moment of the attempt. The code fails it
- * (docs/model-check.md, "Credit"): it is a finding, not in the script.
+ * credit was at capacity at some moment of the call (places in transit
+ * to a credit counted as taken). -DROOM_STRICT counts them as free, and
+ * the code fails it (docs/model-check.md, "Credit"): a finding, not in
+ * the script.
  *
  * Sizes: NP producers (1..2), NW workers (1..2), K items per producer
- * (1..3), CAP capacity (1..4), CR credit (1..4, default 2).
+ * (1..4; K1 for producer 1, at most K), CAP capacity (1..4), CR credit
+ * (1..4, default 2).
  */
 
 #ifndef NP
@@ -152,11 +156,19 @@
 #ifndef CR
 #define CR 2
 #endif
-#if NP < 1 || NP > 2 || NW < 1 || NW > 2 || K < 1 || K > 3 || CAP < 1 || CAP > 4 || CR < 1 || CR > 4
-#error "NP 1..2, NW 1..2, K 1..3, CAP 1..4, CR 1..4"
+/* K1: producer 1's items, K unless given (at most K). */
+#ifndef K1
+#define K1 K
+#endif
+#if NP < 1 || NP > 2 || NW < 1 || NW > 2 || K < 1 || K > 4 || K1 < 1 || K1 > K || CAP < 1 || CAP > 4 || CR < 1 || CR > 4
+#error "NP 1..2, NW 1..2, K 1..4, K1 1..K, CAP 1..4, CR 1..4"
 #endif
 
-#define N (NP * K)		/* items in all */
+#if NP > 1
+#define N (K + K1)		/* items in all */
+#else
+#define N K
+#endif
 #define NPROC (NP + NW)		/* producers 0..NP-1, workers NP..NPROC-1 */
 #define NS (NP + CAP)		/* slots: lane p is slot p, the shared ring NP.. */
 
@@ -387,7 +399,12 @@ byte cz;
 #define ZERO(i) if :: cred[i] == 0 -> cz = cz | ZB(0, i) | ZB(1, i) :: else fi
 #ifdef ROOM_CHECK
 byte fs;
+#ifdef ROOM_STRICT
+/* Places in transit to a credit count as free. */
+#define FULLNOW if :: held - CREDS - tr >= CAP -> fs = 3 :: else fi
+#else
 #define FULLNOW if :: held - CREDS >= CAP -> fs = 3 :: else fi
+#endif
 #else
 #define FULLNOW skip
 #endif
@@ -436,17 +453,6 @@ inline undo()
 inline admit()
 {
 	atomic {
-#ifdef TRY
-		cz = cz & ~(ZB(me, 0) | ZB(me, 1));
-		ZERO(0);
-#if NP > 1
-		ZERO(1);
-#endif
-#ifdef ROOM_CHECK
-		fs = fs & ~(1 << me);
-		FULLNOW;
-#endif
-#endif
 		if
 		:: held < CAP ->
 			flush();
@@ -555,7 +561,8 @@ proctype Producer(byte me)
 
 next:
 	if
-	:: k == K -> goto done
+	:: k == K && me == 0 -> goto done
+	:: k == K1 && me == 1 -> goto done
 	:: else
 	fi;
 #if defined(CLOSED_FIRST)
@@ -585,6 +592,20 @@ next:
 	:: placed -> placed = 0; goto push
 	:: else
 	fi;
+#ifdef TRY
+	/* The ghosts: the attempt begins. */
+	atomic {
+		cz = cz & ~(ZB(me, 0) | ZB(me, 1));
+		ZERO(0);
+#if NP > 1
+		ZERO(1);
+#endif
+#ifdef ROOM_CHECK
+		fs = fs & ~(1 << me);
+		FULLNOW;
+#endif
+	}
+#endif
 place:
 	admit();
 	if
@@ -592,7 +613,13 @@ place:
 	:: else
 	fi;
 #ifdef TRY
-	goto efull;
+	/* rings_admit's blq__push_any failed; place()'s first one, then
+	 * BLQ_EFULL. */
+	admit();
+	if
+	:: ok -> goto push
+	:: else -> goto efull
+	fi;
 #endif
 	ec_prepare(SPACE);
 	admit();

@@ -69,7 +69,8 @@ broken=(NO_TAKE_BARRIER NO_HANDOFF_FENCE NO_ACK ACK_BEFORE_SNAP)
 #   2 producers, 1 worker, 1 item each, capacity 3, credit 3: a credit
 #     more than half the capacity (the wake-up must not count it)
 #   TRY, try-enqueue: 2 producers, 1 worker, 1 item each, capacity 2:
-#     a full queue refuses only when no lane's credit sat idle
+#     a full queue refuses only when no lane's credit sat idle, and
+#     (ROOM_CHECK) only when it was full at some moment of the call
 # and with MODEL_CHECK_FULL=1 also (about 50 s more of pan, and a compile
 # each):
 #   1 producer, 2 workers, 2 items, capacity 2: two workers on one lane
@@ -84,13 +85,13 @@ lanes_sizes=("-DNP=2 -DNW=1 -DK=2 -DCAP=2"
 	"-DNP=1 -DNW=2 -DK=2 -DCAP=1"
 	"-DNP=1 -DNW=1 -DK=2 -DCAP=2 -DCLOSE_ANY"
 	"-DNP=2 -DNW=1 -DK=1 -DCAP=3 -DCR=3"
-	"-DNP=2 -DNW=1 -DK=1 -DCAP=2 -DTRY")
+	"-DNP=2 -DNW=1 -DK=1 -DCAP=2 -DTRY -DROOM_CHECK")
 if [ "${MODEL_CHECK_FULL:-0}" = 1 ]; then
 	lanes_sizes+=("-DNP=1 -DNW=2 -DK=2 -DCAP=2"
 		"-DNP=2 -DNW=2 -DK=1 -DCAP=2"
 		"-DNP=2 -DNW=1 -DK=1 -DCAP=2 -DCLOSE_ANY"
 		"-DNP=2 -DNW=1 -DK=2 -DCAP=3"
-		"-DNP=2 -DNW=1 -DK=2 -DCAP=2 -DTRY")
+		"-DNP=2 -DNW=1 -DK=2 -DCAP=2 -DTRY -DROOM_CHECK")
 fi
 # Broken variants, each with the size it fails in (NO_RELEASE_BARRIER
 # needs every item of a full queue in a take whose release is late;
