@@ -71,12 +71,12 @@ broken=(NO_TAKE_BARRIER NO_HANDOFF_FENCE NO_ACK ACK_BEFORE_SNAP)
 #   TRY, try-enqueue: 2 producers, 1 worker, 1 item each, capacity 2:
 #     a full queue refuses only when no lane's credit sat idle, and
 #     (ROOM_CHECK) only when it was full at some moment of the call
-# and with MODEL_CHECK_FULL=1 also (about 50 s more of pan, and a compile
-# each):
+# and with MODEL_CHECK_FULL=1 also (about 4 minutes more of pan, most of
+# it the 25 million states and 1.2 GB of the second, and a compile each):
 #   1 producer, 2 workers, 2 items, capacity 2: two workers on one lane
 #     and the shared ring, spills, the producer asleep
 #   2 producers, 2 workers, 1 item each, capacity 2: stealing both ways
-#     (11 million states)
+#     (25 million states)
 #   CLOSE_ANY: 2 producers, 1 worker, 1 item each, capacity 2
 #   2 producers, 1 worker, 2 items each, capacity 3: a credit smaller
 #     than the capacity, spills
