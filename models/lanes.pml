@@ -39,11 +39,12 @@
  *   until keep_credit adds them to the lane's credit (a locked add);
  *   held full: the other lane's credit, a load and a CAS taking one
  *   (take_others_credit; its own lane's credit is 0 there and left
- *   out). CR stands for BLQ__LANE_CREDIT (32): CR 2 with CAP 2 or 3 is
- *   a credit smaller than the capacity that a refill can still take
- *   whole, CR 3 with CAP 3 a credit more than half the capacity (a
- *   queue of less than 64), CR 1 no credit at all (one place per
- *   reservation, the code before f05d723). Then the push. The
+ *   out). CR stands for BLQ__LANE_CREDIT (32): CR 2 with CAP 2 is a
+ *   refill that can take the whole queue (a queue of 32 or less), with
+ *   CAP 3 a credit smaller than the capacity; CR 3 with CAP 3 a credit
+ *   more than half the capacity (a queue of less than 64); with CAP 1
+ *   (or CR 1) a refill takes one place and keeps no credit (the fused
+ *   add still borrows and undoes). Then the push. The
  *   reservation guarantees room:
  *   the lane, else the shared ring (push_reserved's abort() is an
  *   assertion here). Spilling (lanes.h, "Order"): once the lane was full
