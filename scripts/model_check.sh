@@ -2,11 +2,12 @@
 # Model-checks the wait/wake protocol (models/ec.pml: the event count of
 # util/ec.h around a ring that fills and empties) and the lanes
 # (models/lanes.pml: a ring per producer behind the admission counter
-# `held`, stealing workers, the sleep on a full queue and the close) with
+# `held` and the lanes' credit, stealing workers, the sleep on a full
+# queue and the close) with
 # SPIN: the model as the code is must pass an exhaustive search in each
 # size below, each broken variant (a barrier, an acknowledgement, a wake,
-# the counter's order or the spill guard taken out) must give an error
-# trail. One line per check, then "model check: N passed, N failed";
+# the counter's order, the spill guard, the credit's thief, the borrow's
+# order or the credit in the wake-up taken out) must give an error trail. One line per check, then "model check: N passed, N failed";
 # the exit status is non-zero when any check went wrong. Builds in a
 # temporary directory (MODEL_CHECK_KEEP=1 keeps it, with the trails).
 # docs/model-check.md says what is modelled and what each variant shows.
@@ -56,36 +57,59 @@ sizes=("-DNP=1 -DNW=2 -DK=2 -DCAP=1"
 broken=(NO_TAKE_BARRIER NO_HANDOFF_FENCE NO_ACK ACK_BEFORE_SNAP)
 
 # models/lanes.pml (lanes of 1 slot, a shared ring of CAP; K items per
-# producer), sizes of the correct model's runs:
+# producer; CR places of credit, BLQ__LANE_CREDIT, 2 unless given),
+# sizes of the correct model's runs:
 #   2 producers, 1 worker, 2 items each, capacity 2: two lanes, spills,
-#     producers asleep on a full queue, the worker steals
+#     credit spent and taken by the other producer, producers asleep on a
+#     full queue, the worker steals
 #   1 producer, 2 workers, 2 items, capacity 1: a lane as large as the
-#     capacity (no spill), the producer asleep, two workers
-#   CLOSE_ANY, the close at any moment (producers refused): 1 producer,
-#     1 worker, 2 items, capacity 2
-# and with MODEL_CHECK_FULL=1 also (about 30 s more of pan, and a compile
-# each):
+#     capacity (no spill, no credit), the producer asleep, two workers
+#   CLOSE_ANY, the close at any moment (producers refused, a place of
+#     credit given back): 1 producer, 1 worker, 2 items, capacity 2
+#   2 producers, 1 worker, 1 item each, capacity 3, credit 3: a credit
+#     more than half the capacity (the wake-up must not count it)
+#   TRY, try-enqueue: 2 producers, 1 worker, 1 item each, capacity 2:
+#     a full queue refuses only when no lane's credit sat idle, and
+#     (ROOM_CHECK) only when it was full at some moment of the call
+# and with MODEL_CHECK_FULL=1 also (about 4 minutes more of pan, most of
+# it the 25 million states and 1.2 GB of the second, and a compile each):
 #   1 producer, 2 workers, 2 items, capacity 2: two workers on one lane
 #     and the shared ring, spills, the producer asleep
 #   2 producers, 2 workers, 1 item each, capacity 2: stealing both ways
-#     (11 million states)
+#     (25 million states)
 #   CLOSE_ANY: 2 producers, 1 worker, 1 item each, capacity 2
+#   2 producers, 1 worker, 2 items each, capacity 3: a credit smaller
+#     than the capacity, spills
+#   TRY: 2 producers, 1 worker, 2 items each, capacity 2
 lanes_sizes=("-DNP=2 -DNW=1 -DK=2 -DCAP=2"
 	"-DNP=1 -DNW=2 -DK=2 -DCAP=1"
-	"-DNP=1 -DNW=1 -DK=2 -DCAP=2 -DCLOSE_ANY")
+	"-DNP=1 -DNW=1 -DK=2 -DCAP=2 -DCLOSE_ANY"
+	"-DNP=2 -DNW=1 -DK=1 -DCAP=3 -DCR=3"
+	"-DNP=2 -DNW=1 -DK=1 -DCAP=2 -DTRY -DROOM_CHECK")
 if [ "${MODEL_CHECK_FULL:-0}" = 1 ]; then
 	lanes_sizes+=("-DNP=1 -DNW=2 -DK=2 -DCAP=2"
 		"-DNP=2 -DNW=2 -DK=1 -DCAP=2"
-		"-DNP=2 -DNW=1 -DK=1 -DCAP=2 -DCLOSE_ANY")
+		"-DNP=2 -DNW=1 -DK=1 -DCAP=2 -DCLOSE_ANY"
+		"-DNP=2 -DNW=1 -DK=2 -DCAP=3"
+		"-DNP=2 -DNW=1 -DK=2 -DCAP=2 -DTRY -DROOM_CHECK")
 fi
+# The sizes above whose search takes a few seconds at -O0: compiled at
+# -O0, as the broken variants are (gcc -O2 on pan.c takes about 10 s).
+lanes_small=("-DNP=1 -DNW=2 -DK=2 -DCAP=1"
+	"-DNP=1 -DNW=1 -DK=2 -DCAP=2 -DCLOSE_ANY"
+	"-DNP=2 -DNW=1 -DK=1 -DCAP=3 -DCR=3"
+	"-DNP=2 -DNW=1 -DK=1 -DCAP=2 -DTRY -DROOM_CHECK")
 # Broken variants, each with the size it fails in (NO_RELEASE_BARRIER
-# needs every item of a full queue in a take whose release is late:
-# docs/model-check.md).
+# needs every item of a full queue in a take whose release is late;
+# WAKE_HELD a credit more than half the capacity: docs/model-check.md).
 lanes_broken=("-DRELEASE_EARLY -DNP=2 -DNW=1 -DK=2 -DCAP=2"
 	"-DNO_SPACE_WAKE -DNP=2 -DNW=1 -DK=2 -DCAP=2"
 	"-DNO_RELEASE_BARRIER -DNP=1 -DNW=2 -DK=2 -DCAP=1"
 	"-DCLOSED_FIRST -DCLOSE_ANY -DNP=1 -DNW=1 -DK=2 -DCAP=2"
-	"-DNO_SPILL_GUARD -DNP=2 -DNW=1 -DK=2 -DCAP=2")
+	"-DNO_SPILL_GUARD -DNP=2 -DNW=1 -DK=2 -DCAP=2"
+	"-DNO_THIEF -DTRY -DNP=2 -DNW=1 -DK=1 -DCAP=2"
+	"-DUNDO_LATE -DCLOSE_ANY -DNP=1 -DNW=1 -DK=2 -DCAP=2"
+	"-DWAKE_HELD -DNP=2 -DNW=1 -DK=1 -DCAP=3 -DCR=3")
 
 # Runs one search: spin -a, gcc (-O2; -O0 for the broken variants, whose
 # searches are tiny: compiling pan.c at -O2 takes longer than they do),
@@ -131,9 +155,10 @@ field() { # the number before "$1" on pan's summary lines
 }
 
 # The model as the code is, in one size: must pass a complete search.
+# $4: gcc's optimization, -O2 unless given.
 check_correct() {
-	local name=$1 s=$2 label=$3
-	if ! search "$name" "$s" -O2; then
+	local name=$1 s=$2 label=$3 opt=${4:--O2}
+	if ! search "$name" "$s" "$opt"; then
 		failed=$((failed + 1))
 		echo "model check: $label: FAILED ($out)"
 		return
@@ -178,7 +203,11 @@ for v in "${broken[@]}"; do
 		"the model no longer tells this variant apart"
 done
 for s in "${lanes_sizes[@]}"; do
-	check_correct lanes.pml "$s" "lanes correct ${s//-D/}"
+	opt=-O2
+	for small in "${lanes_small[@]}"; do
+		[ "$s" = "$small" ] && opt=-O0
+	done
+	check_correct lanes.pml "$s" "lanes correct ${s//-D/}" "$opt"
 done
 for s in "${lanes_broken[@]}"; do
 	check_fails lanes.pml "$s" "lanes broken ${s/-D/-D}" \
