@@ -35,8 +35,9 @@
  *   deferring to a pending wake-up, like worker.c's after_take); waiters
  *   of blq_wait_idle; and every sleeper when closed (blq__wake_all), as
  *   the staged protocol asks.
- * - Blocking, little spinning: with nothing to take, a mover flushes,
- *   spins while that can pay (spin.h, as the workers do), then sleeps
+ * - Blocking, looking a moment first: with nothing to take, a mover
+ *   flushes, looks again a little where that pays (spin.h: a spin, or
+ *   yielding looks, as the workers do), then sleeps
  *   on qos->ec after announcing itself and trying once more (ec.h). Each
  *   producer that pushed into a sub-queue wakes one (enqueue.c, leave: a
  *   load when nobody sleeps); a woken mover passes a wake-up on to the
@@ -72,14 +73,14 @@ static bool ending(const struct blq__qos *s)
 	       atomic_load_explicit(s->port.forced, memory_order_acquire);
 }
 
-/* A spin while it can pay (spin.h), looking with look(ctx) between
- * pauses. True: a look found what it looked for. False: the spin ended
- * (or the mover is to end): sleep. */
-static bool spin(struct blq__qos *s, bool (*look)(void *), void *ctx)
+/* The looks before a sleep (spin.h: a spin where it pays and may_spin,
+ * else yielding looks), looking with look(ctx) after each pause. True: a look found what
+ * it looked for. False: the looks ended (or the mover is to end): sleep. */
+static bool spin(struct blq__qos *s, bool may_spin, bool (*look)(void *), void *ctx)
 {
 	blq__spinner sp;
 
-	if (!blq__spin_start(s->port.spin, &sp))
+	if (!blq__spin_start(s->port.spin, &sp, may_spin))
 		return false;
 	while (blq__spin_pause(s->port.spin, &sp)) {
 		bool got = look(ctx);
@@ -121,9 +122,9 @@ static bool room_seen(void *ctx)
 	return (m->room = blq__core_room(m->s->port.q)) > 0;
 }
 
-/* Waits until the egress has room: a spin first while it can pay (the
- * workers are draining it on other CPUs, and a sleep and wake-up per
- * half-egress costs more than the moves), then sleeps. False: the mover
+/* Waits until the egress has room: the looks first, where they pay (the
+ * workers are draining it, and a sleep and wake-up per half-egress costs
+ * more than the moves), then sleeps. False: the mover
  * is to end. */
 static bool wait_room(blq__mover *m)
 {
@@ -133,7 +134,7 @@ static bool wait_room(blq__mover *m)
 	if ((m->room = blq__core_room(s->port.q)) > 0)
 		return true;
 	flush(m);
-	if (spin(s, room_seen, m))
+	if (spin(s, false, room_seen, m))
 		return true;
 	for (;;) {
 		uint32_t snap = blq__ec_prepare(space);
@@ -231,7 +232,7 @@ static bool next(blq__mover *m, blq__item *it)
 		if (take(m, it))
 			break;
 		flush(m);
-		if (spin(s, took, &(struct take_look){m, it}))
+		if (spin(s, true, took, &(struct take_look){m, it}))
 			goto got;
 		uint32_t snap = blq__ec_prepare(&s->ec);
 		if (take(m, it)) {
@@ -274,7 +275,7 @@ static bool pushed(void *ctx)
 
 /* Pushes the item into the egress. A failure despite known room is a slot
  * a worker has claimed and not yet freed, or one another mover took: look
- * again while a spin can pay, then sleep while it does not fit. False:
+ * again while looking pays (spin.h), then sleep while it does not fit. False:
  * forced meanwhile; the item stays in m->held for the closer's sweep. */
 static bool push(blq__mover *m, const blq__item *it)
 {
@@ -284,7 +285,7 @@ static bool push(blq__mover *m, const blq__item *it)
 	if (push_any(m, it))
 		return true;
 	flush(m);
-	if (spin(s, pushed, &(struct push_look){m, it}))
+	if (spin(s, false, pushed, &(struct push_look){m, it}))
 		return true;
 	for (;;) {
 		uint32_t snap = blq__ec_prepare(space);

@@ -71,7 +71,7 @@ static bool look(const blq__admission *a, const blq__item *it, enum blq__mode mo
 	blq__spin *spin = a->port->spin;
 	blq__spinner sp;
 
-	if (!blq__spin_start(spin, &sp))
+	if (!blq__spin_start(spin, &sp, false)) /* a wait for room: spin.h */
 		return false;
 	while (blq__spin_pause(spin, &sp)) {
 		bool in = !give_up(a->port, mode) && a->ops->push(a->ctx, it);

@@ -123,12 +123,12 @@ static bool start_spin(blq__spin *s, blq__spinner *sp)
 	return true;
 }
 
-bool blq__spin_start(blq__spin *s, blq__spinner *sp)
+bool blq__spin_start(blq__spin *s, blq__spinner *sp, bool may_spin)
 {
 	sp->rounds = blq__spin_rounds(s);
 	if (sp->rounds == 0)
 		return false; /* busy, no probe due */
-	if (!blq__spin_busy(s) && start_spin(s, sp))
+	if (may_spin && !blq__spin_busy(s) && start_spin(s, sp))
 		return true;
 	sp->spin = false; /* yielding looks (one, a probe, when busy) */
 	return true;

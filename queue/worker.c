@@ -321,16 +321,17 @@ static bool take(blq *q, blq__worker *w, unsigned home, blq__hand *h)
 	return true;
 }
 
-/* Before sleeping, look again for a short while when spinning can pay
- * (spin.h: a producer running on another CPU brings an item sooner than a
- * futex sleep and wake-up would). Bounded in time, so an idle queue's
- * workers are asleep within microseconds. A worker the balancer puts to
- * sleep stops looking at once: items are for the workers it keeps. */
+/* Before sleeping, look again for a short while where that pays (spin.h:
+ * a spin while a producer runs on another CPU, yields while it waits for
+ * ours; either brings an item sooner than a futex sleep and wake-up).
+ * Bounded, so an idle queue's workers are asleep within microseconds. A
+ * worker the balancer puts to sleep stops looking at once: items are for
+ * the workers it keeps. */
 static bool spin_pop(blq *q, blq__worker *w, unsigned home, blq__hand *h)
 {
 	blq__spinner sp;
 
-	if (!blq__spin_start(&q->spin, &sp))
+	if (!blq__spin_start(&q->spin, &sp, true))
 		return false;
 	while (blq__spin_pause(&q->spin, &sp)) {
 		if (take(q, w, home, h)) {

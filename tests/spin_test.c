@@ -154,21 +154,33 @@ Test(spin, half_the_cpus_spin_at_once_and_the_others_take_yielding_looks)
 
 	cr_assert_eq(places, (unsigned)CPU_COUNT(&mine) / 2);
 	for (unsigned i = 0; i < places; i++)
-		cr_assert(blq__spin_start(&s, &sp[i]) && sp[i].spin, "place %u of %u", i, places);
+		cr_assert(blq__spin_start(&s, &sp[i], true) && sp[i].spin, "place %u of %u", i, places);
 	cr_assert_eq(blq__spinning(), places);
 	/* No place left: the peer may be waiting for our CPU, so yield. */
-	cr_assert(blq__spin_start(&s, &sp[places]));
+	cr_assert(blq__spin_start(&s, &sp[places], true));
 	cr_assert(!sp[places].spin, "no place left: yielding looks");
 	cr_assert_eq(sp[places].rounds, BLQ__SPIN_ROUNDS);
 	blq__spin_stop(&s, &sp[places]);
 	cr_assert_eq(blq__spinning(), places, "yielding looks hold no place");
 	if (places > 0) {
 		blq__spin_stop(&s, &sp[0]);
-		cr_assert(blq__spin_start(&s, &sp[0]) && sp[0].spin, "a place given back is taken");
+		cr_assert(blq__spin_start(&s, &sp[0], true) && sp[0].spin, "a place given back is taken");
 	}
 	for (unsigned i = 0; i < places; i++)
 		blq__spin_stop(&s, &sp[i]);
 	cr_assert_eq(blq__spinning(), 0);
+}
+
+Test(spin, a_wait_for_room_takes_yielding_looks_even_with_a_place_free)
+{
+	blq__spin s = fresh();
+	blq__spinner sp;
+
+	cr_assert(blq__spin_start(&s, &sp, false));
+	cr_assert(!sp.spin);
+	cr_assert_eq(sp.rounds, BLQ__SPIN_ROUNDS);
+	cr_assert_eq(blq__spinning(), 0, "yielding looks hold no place");
+	blq__spin_stop(&s, &sp);
 }
 
 Test(spin, a_spin_ends_after_its_time_and_gives_its_place_back)
@@ -180,7 +192,7 @@ Test(spin, a_spin_ends_after_its_time_and_gives_its_place_back)
 		cr_skip_test("one CPU: nothing ever spins");
 	uint64_t t0 = now_ns();
 
-	cr_assert(blq__spin_start(&s, &sp));
+	cr_assert(blq__spin_start(&s, &sp, true));
 	unsigned looks = 0;
 
 	while (blq__spin_pause(&s, &sp))
@@ -209,7 +221,7 @@ Test(spin, spins_that_keep_running_out_their_time_give_way_to_yields_and_a_probe
 
 	if (blq__spin_places() == 0)
 		cr_skip_test("one CPU: nothing ever spins");
-	cr_assert(blq__spin_start(&s, &sp) && sp.spin, "a quiet queue spins");
+	cr_assert(blq__spin_start(&s, &sp, true) && sp.spin, "a quiet queue spins");
 	blq__spin_stop(&s, &sp);
 	/* Spins that ran out their time (the peer was not running): after
 	 * a few, the average of unpaid spins is above half. Driven through
@@ -218,7 +230,7 @@ Test(spin, spins_that_keep_running_out_their_time_give_way_to_yields_and_a_probe
 	int n = 0;
 
 	while (atomic_load(&s.unpaid) <= BLQ__UNPAID_MAX && n < 1000) {
-		if (!blq__spin_start(&s, &sp))
+		if (!blq__spin_start(&s, &sp, true))
 			break; /* busy: preempted too often on this host */
 		if (!sp.spin)
 			break;
@@ -231,13 +243,13 @@ Test(spin, spins_that_keep_running_out_their_time_give_way_to_yields_and_a_probe
 	cr_assert(atomic_load(&s.unpaid) > BLQ__UNPAID_MAX, "after %d spins", n);
 	/* Then the waits take yielding looks, not spins, except one probe
 	 * spin per BLQ__PROBE_NS for the queue: the first here. */
-	cr_assert(blq__spin_start(&s, &sp));
+	cr_assert(blq__spin_start(&s, &sp, true));
 	cr_assert(sp.spin, "the first wait probes with a spin");
 	blq__spin_stop(&s, &sp); /* it paid: the average halves */
 	cr_assert(atomic_load(&s.unpaid) <= BLQ__UNPAID_MAX);
 	atomic_store(&s.unpaid, BLQ__STOLEN_ONE);
 	for (int i = 0; i < 100; i++) {
-		cr_assert(blq__spin_start(&s, &sp));
+		cr_assert(blq__spin_start(&s, &sp, true));
 		cr_assert(!sp.spin, "no second probe spin within %u ns", BLQ__PROBE_NS);
 		cr_assert_eq(sp.rounds, BLQ__SPIN_ROUNDS, "yielding looks instead");
 		blq__spin_stop(&s, &sp);
@@ -277,7 +289,7 @@ Test(spin, a_spin_beside_a_cpu_bound_thread_on_the_same_cpu_is_preempted_and_cou
 		blq__spinner sp;
 		uint32_t before = atomic_load(&s.stolen);
 
-		cr_assert(blq__spin_start(&s, &sp) || blq__spin_busy(&s));
+		cr_assert(blq__spin_start(&s, &sp, true) || blq__spin_busy(&s));
 		if (blq__spin_busy(&s))
 			break; /* stolen often enough already */
 		while (blq__spin_pause(&s, &sp))
