@@ -28,8 +28,14 @@
  * lane's owner reserves BLQ__LANE_CREDIT places at a time into its lane's
  * credit and spends them one per item; a producer that finds held full
  * takes what it needs from the other lanes' credit before it calls the
- * queue full, so credit never makes a queue with room refuse (blq_size
- * and the wake-up of producers count held less the credit). The credit sits in the low
+ * queue full, so credit in a lane never makes a queue with room refuse
+ * (blq_size and the wake-up of producers count held less the credit).
+ * Credit on its way to a lane can: a refill's places are reserved in
+ * held (a CAS) and then added to the lane's credit, and a producer
+ * preempted between the two holds up to BLQ__LANE_CREDIT - 1 places out
+ * of every count meanwhile, so a try-enqueue may say full and a leaky
+ * queue leak with that many places free (docs/model-check.md, "Credit":
+ * found by the SPIN model, open). The credit sits in the low
  * bits of the owner's counter cell's `entered` (internal.h), so the one
  * locked add that counts a single enqueue in also takes its place
  * (enqueue.c): two locked instructions per item, not three. A
