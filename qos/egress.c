@@ -74,8 +74,9 @@ static bool ending(const struct blq__qos *s)
 }
 
 /* The looks before a sleep (spin.h: a spin where it pays and may_spin,
- * else yielding looks), looking with look(ctx) after each pause. True: a look found what
- * it looked for. False: the looks ended (or the mover is to end): sleep. */
+ * else yielding looks), looking with look(ctx) after each pause unless the
+ * mover is to end. True: a look found what it looked for. False: the looks
+ * ended (or the mover is to end): sleep, or end. */
 static bool spin(struct blq__qos *s, bool may_spin, bool (*look)(void *), void *ctx)
 {
 	blq__spinner sp;
@@ -83,11 +84,13 @@ static bool spin(struct blq__qos *s, bool may_spin, bool (*look)(void *), void *
 	if (!blq__spin_start(s->port.spin, &sp, may_spin))
 		return false;
 	while (blq__spin_pause(s->port.spin, &sp)) {
-		bool got = look(ctx);
-
-		if (got || ending(s)) {
+		if (ending(s)) {
 			blq__spin_stop(s->port.spin, &sp);
-			return got;
+			return false;
+		}
+		if (look(ctx)) {
+			blq__spin_stop(s->port.spin, &sp);
+			return true;
 		}
 	}
 	return false;
@@ -124,8 +127,7 @@ static bool room_seen(void *ctx)
 
 /* Waits until the egress has room: the looks first, where they pay (the
  * workers are draining it, and a sleep and wake-up per half-egress costs
- * more than the moves), then sleeps. False: the mover
- * is to end. */
+ * more than the moves), then sleeps. False: the mover is to end. */
 static bool wait_room(blq__mover *m)
 {
 	struct blq__qos *s = m->s;
@@ -275,8 +277,9 @@ static bool pushed(void *ctx)
 
 /* Pushes the item into the egress. A failure despite known room is a slot
  * a worker has claimed and not yet freed, or one another mover took: look
- * again while looking pays (spin.h), then sleep while it does not fit. False:
- * forced meanwhile; the item stays in m->held for the closer's sweep. */
+ * again while looking pays (spin.h), then sleep while it does not fit.
+ * False: forced meanwhile; the item stays in m->held for the closer's
+ * sweep. */
 static bool push(blq__mover *m, const blq__item *it)
 {
 	struct blq__qos *s = m->s;

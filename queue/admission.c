@@ -16,10 +16,10 @@
  *   until it gets in or gives up.
  * - Waiting (BLQ__BLOCK and BLQ__TIMER), in rounds: a BLQ__TIMER waiter
  *   first wakes one taker (its pushes so far woke nobody: timer.c wakes
- *   once per batch); then, when the engine asks for them, the looks (one
- *   call, look; spin.h: a spin where it pays, else yielding looks); then
- *   announce the sleep on `space`, push again, and sleep until a drain to
- *   half or a close wakes it.
+ *   once per batch); then, when the engine asks for them, the yielding
+ *   looks (one call, look; spin.h says why a wait for room never spins);
+ *   then announce the sleep on `space`, push again, and sleep until a
+ *   drain to half or a close wakes it.
  * - Giving up: BLQ_ECLOSED once the queue is closed (seq_cst: pairs with
  *   the closer's store), checked before each look, after announcing the
  *   sleep and after waking; the timer thread gives up only on a force (a
@@ -62,7 +62,7 @@ static bool give_up(const blq__port *p, enum blq__mode mode)
 				    memory_order_seq_cst) != 0;
 }
 
-/* The looks (spin.h: a spin where it pays, else yielding looks): true
+/* The looks: yielding ones (spin.h: a wait for room never spins): true
  * once the item went in; false when the looks ran out or the waiter must
  * give up (the caller's re-check after announcing its sleep tells
  * which). */

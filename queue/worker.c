@@ -53,10 +53,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "ck_tsan.h" /* before any ck header */
-
-#include <ck_pr.h>
-
 #include "internal.h"
 
 /* The queue whose worker runs on this thread, so close and free called
