@@ -107,15 +107,15 @@ static void *hog(void *arg)
 	return NULL;
 }
 
-Test(spin, yields_beside_a_cpu_bound_thread_on_the_same_cpu_turn_it_busy)
+/* Pins the calling thread to the first CPU it may use (a cpuset may leave
+ * out CPU 0) and starts a CPU-bound thread on the same CPU. */
+static pthread_t hog_beside_me(void)
 {
 	cpu_set_t mine, one;
 	pthread_attr_t attr;
 	pthread_t t;
-	blq__spin s = fresh();
 	int cpu = 0;
 
-	/* The first CPU this test may use (a cpuset may leave out CPU 0). */
 	cr_assert_eq(sched_getaffinity(0, sizeof(mine), &mine), 0);
 	while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &mine))
 		cpu++;
@@ -126,6 +126,21 @@ Test(spin, yields_beside_a_cpu_bound_thread_on_the_same_cpu_turn_it_busy)
 	pthread_attr_setaffinity_np(&attr, sizeof(one), &one);
 	atomic_store(&hog_stop, 0);
 	cr_assert_eq(pthread_create(&t, &attr, hog, NULL), 0);
+	pthread_attr_destroy(&attr);
+	return t;
+}
+
+static void hog_end(pthread_t t)
+{
+	atomic_store(&hog_stop, 1);
+	pthread_join(t, NULL);
+}
+
+Test(spin, yields_beside_a_cpu_bound_thread_on_the_same_cpu_turn_it_busy)
+{
+	blq__spin s = fresh();
+	pthread_t t = hog_beside_me();
+
 	/* Each yield hands the CPU to the hog for its slice (0.75 ms or
 	 * more under EEVDF); a few are enough. */
 	int n = 0;
@@ -136,9 +151,7 @@ Test(spin, yields_beside_a_cpu_bound_thread_on_the_same_cpu_turn_it_busy)
 		cr_assert(rounds == 0 || !blq__spin_busy(&s));
 		n++;
 	}
-	atomic_store(&hog_stop, 1);
-	pthread_join(t, NULL);
-	pthread_attr_destroy(&attr);
+	hog_end(t);
 	cr_assert(blq__spin_busy(&s), "still quiet after %d yields beside a hog", n);
 	cr_assert_eq(blq__spin_rounds(&s) <= 1, 1);
 }
@@ -259,25 +272,11 @@ Test(spin, spins_that_keep_running_out_their_time_give_way_to_yields_and_a_probe
 
 Test(spin, a_spin_beside_a_cpu_bound_thread_on_the_same_cpu_is_preempted_and_counted)
 {
-	cpu_set_t mine, one;
-	pthread_attr_t attr;
-	pthread_t t;
-	blq__spin s = fresh();
-	int cpu = 0;
-
-	/* The first CPU this test may use (a cpuset may leave out CPU 0). */
 	if (blq__spin_places() == 0)
 		cr_skip_test("one CPU: nothing ever spins");
-	cr_assert_eq(sched_getaffinity(0, sizeof(mine), &mine), 0);
-	while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &mine))
-		cpu++;
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	cr_assert_eq(pthread_setaffinity_np(pthread_self(), sizeof(one), &one), 0);
-	pthread_attr_init(&attr);
-	pthread_attr_setaffinity_np(&attr, sizeof(one), &one);
-	atomic_store(&hog_stop, 0);
-	cr_assert_eq(pthread_create(&t, &attr, hog, NULL), 0);
+	blq__spin s = fresh();
+	pthread_t t = hog_beside_me();
+
 	/* The hog and the spinner share the CPU in slices (0.75 ms or more
 	 * under EEVDF): within a few slices one of the spins is preempted.
 	 * That spin ends at once, gives its place back and counts as
@@ -298,9 +297,7 @@ Test(spin, a_spin_beside_a_cpu_bound_thread_on_the_same_cpu_is_preempted_and_cou
 		cr_assert_eq(blq__spinning(), 0);
 		n++;
 	}
-	atomic_store(&hog_stop, 1);
-	pthread_join(t, NULL);
-	pthread_attr_destroy(&attr);
+	hog_end(t);
 	cr_assert(preempted || blq__spin_busy(&s), "no spin of %d beside a hog was preempted", n);
 	cr_assert(atomic_load(&s.stolen) > 0);
 }
