@@ -73,27 +73,28 @@ static bool ending(const struct blq__qos *s)
 	       atomic_load_explicit(s->port.forced, memory_order_acquire);
 }
 
+/* What a mover's looks (blq__spin_look) see: the mover, and the item a
+ * look takes into (next) or pushes (push). */
+struct mover_look {
+	blq__mover *m;
+	blq__item *out;
+	const blq__item *in;
+};
+
+static bool mover_ending(void *ctx)
+{
+	const struct mover_look *l = ctx;
+
+	return ending(l->m->s);
+}
+
 /* The looks before a sleep (spin.h: a spin where it pays and may_spin,
- * else yielding looks), looking with look(ctx) after each pause unless the
+ * else yielding looks), looking with look after each pause unless the
  * mover is to end. True: a look found what it looked for. False: the looks
  * ended (or the mover is to end): sleep, or end. */
-static bool spin(struct blq__qos *s, bool may_spin, bool (*look)(void *), void *ctx)
+static bool spin(bool may_spin, bool (*look)(void *), struct mover_look l)
 {
-	blq__spinner sp;
-
-	if (!blq__spin_start(s->port.spin, &sp, may_spin))
-		return false;
-	while (blq__spin_pause(s->port.spin, &sp)) {
-		if (ending(s)) {
-			blq__spin_stop(s->port.spin, &sp);
-			return false;
-		}
-		if (look(ctx)) {
-			blq__spin_stop(s->port.spin, &sp);
-			return true;
-		}
-	}
-	return false;
+	return blq__spin_look(l.m->s->port.spin, may_spin, mover_ending, look, &l);
 }
 
 static void flush(blq__mover *m)
@@ -120,7 +121,7 @@ static void flush(blq__mover *m)
 /* A look of wait_room's spin. */
 static bool room_seen(void *ctx)
 {
-	blq__mover *m = ctx;
+	blq__mover *m = ((struct mover_look *)ctx)->m;
 
 	return (m->room = blq__core_room(m->s->port.q)) > 0;
 }
@@ -136,7 +137,7 @@ static bool wait_room(blq__mover *m)
 	if ((m->room = blq__core_room(s->port.q)) > 0)
 		return true;
 	flush(m);
-	if (spin(s, false, room_seen, m))
+	if (spin(false, room_seen, (struct mover_look){.m = m}))
 		return true;
 	for (;;) {
 		uint32_t snap = blq__ec_prepare(space);
@@ -208,17 +209,12 @@ static bool take(blq__mover *m, blq__item *it)
 	}
 }
 
-struct take_look {
-	blq__mover *m;
-	blq__item *it;
-};
-
 /* A look of next's spin. */
 static bool took(void *ctx)
 {
-	struct take_look *t = ctx;
+	struct mover_look *l = ctx;
 
-	return take(t->m, t->it);
+	return take(l->m, l->out);
 }
 
 /* The next item to move, sleeping while there is no room or nothing to
@@ -234,7 +230,7 @@ static bool next(blq__mover *m, blq__item *it)
 		if (take(m, it))
 			break;
 		flush(m);
-		if (spin(s, true, took, &(struct take_look){m, it}))
+		if (spin(true, took, (struct mover_look){.m = m, .out = it}))
 			goto got;
 		uint32_t snap = blq__ec_prepare(&s->ec);
 		if (take(m, it)) {
@@ -262,17 +258,12 @@ static bool push_any(blq__mover *m, const blq__item *it)
 	return blq__core_push(m->s->port.q, it, &m->ring);
 }
 
-struct push_look {
-	blq__mover *m;
-	const blq__item *it;
-};
-
 /* A look of push's spin. */
 static bool pushed(void *ctx)
 {
-	struct push_look *p = ctx;
+	struct mover_look *l = ctx;
 
-	return push_any(p->m, p->it);
+	return push_any(l->m, l->in);
 }
 
 /* Pushes the item into the egress. A failure despite known room is a slot
@@ -288,7 +279,7 @@ static bool push(blq__mover *m, const blq__item *it)
 	if (push_any(m, it))
 		return true;
 	flush(m);
-	if (spin(s, false, pushed, &(struct push_look){m, it}))
+	if (spin(false, pushed, (struct mover_look){.m = m, .in = it}))
 		return true;
 	for (;;) {
 		uint32_t snap = blq__ec_prepare(space);

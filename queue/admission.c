@@ -62,26 +62,35 @@ static bool give_up(const blq__port *p, enum blq__mode mode)
 				    memory_order_seq_cst) != 0;
 }
 
+/* A wait for room's looks, as blq__spin_look sees them. */
+struct room_look {
+	const blq__admission *a;
+	const blq__item *it;
+	enum blq__mode mode;
+};
+
+static bool room_ending(void *ctx)
+{
+	const struct room_look *r = ctx;
+
+	return give_up(r->a->port, r->mode);
+}
+
+static bool room_pushed(void *ctx)
+{
+	const struct room_look *r = ctx;
+
+	return r->a->ops->push(r->a->ctx, r->it);
+}
+
 /* The looks: yielding ones (spin.h: a wait for room never spins): true
  * once the item went in; false when the looks ran out or the waiter must
  * give up (the caller's re-check after announcing its sleep tells
  * which). */
 static bool look(const blq__admission *a, const blq__item *it, enum blq__mode mode)
 {
-	blq__spin *spin = a->port->spin;
-	blq__spinner sp;
-
-	if (!blq__spin_start(spin, &sp, false)) /* a wait for room: spin.h */
-		return false;
-	while (blq__spin_pause(spin, &sp)) {
-		bool in = !give_up(a->port, mode) && a->ops->push(a->ctx, it);
-
-		if (in || give_up(a->port, mode)) {
-			blq__spin_stop(spin, &sp);
-			return in;
-		}
-	}
-	return false;
+	return blq__spin_look(a->port->spin, false, room_ending, room_pushed,
+			      &(struct room_look){a, it, mode});
 }
 
 /* Leaky and full: make room at the front or leak the new item at the

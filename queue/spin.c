@@ -177,3 +177,23 @@ void blq__spin_stop(blq__spin *s, blq__spinner *sp)
 	if (sp->spin)
 		end_spin(s, false, true);
 }
+
+bool blq__spin_look(blq__spin *s, bool may_spin, bool (*ending)(void *), bool (*look)(void *),
+		    void *ctx)
+{
+	blq__spinner sp;
+
+	if (!blq__spin_start(s, &sp, may_spin))
+		return false;
+	while (blq__spin_pause(s, &sp)) {
+		if (ending(ctx)) {
+			blq__spin_stop(s, &sp);
+			return false;
+		}
+		if (look(ctx)) {
+			blq__spin_stop(s, &sp);
+			return true;
+		}
+	}
+	return false;
+}

@@ -317,6 +317,30 @@ static bool take(blq *q, blq__worker *w, unsigned home, blq__hand *h)
 	return true;
 }
 
+/* What a worker's looks (blq__spin_look) see. */
+struct pop_look {
+	blq *q;
+	blq__worker *w;
+	unsigned home;
+	blq__hand *h;
+};
+
+static bool pop_ending(void *ctx)
+{
+	const struct pop_look *l = ctx;
+
+	return atomic_load_explicit(&l->q->closed, memory_order_relaxed) ||
+	       atomic_load_explicit(&l->q->paused, memory_order_relaxed) ||
+	       atomic_load_explicit(&l->w->cmd, memory_order_relaxed) != BLQ__CMD_RUN;
+}
+
+static bool pop_took(void *ctx)
+{
+	struct pop_look *l = ctx;
+
+	return take(l->q, l->w, l->home, l->h);
+}
+
 /* Before sleeping, look again for a short while where that pays (spin.h:
  * a spin while a producer runs on another CPU, yields while it waits for
  * ours; either brings an item sooner than a futex sleep and wake-up).
@@ -325,23 +349,8 @@ static bool take(blq *q, blq__worker *w, unsigned home, blq__hand *h)
  * the workers it keeps. */
 static bool spin_pop(blq *q, blq__worker *w, unsigned home, blq__hand *h)
 {
-	blq__spinner sp;
-
-	if (!blq__spin_start(&q->spin, &sp, true))
-		return false;
-	while (blq__spin_pause(&q->spin, &sp)) {
-		if (take(q, w, home, h)) {
-			blq__spin_stop(&q->spin, &sp);
-			return true;
-		}
-		if (atomic_load_explicit(&q->closed, memory_order_relaxed) ||
-		    atomic_load_explicit(&q->paused, memory_order_relaxed) ||
-		    atomic_load_explicit(&w->cmd, memory_order_relaxed) != BLQ__CMD_RUN) {
-			blq__spin_stop(&q->spin, &sp);
-			return false;
-		}
-	}
-	return false;
+	return blq__spin_look(&q->spin, true, pop_ending, pop_took,
+			      &(struct pop_look){q, w, home, h});
 }
 
 /* Takes the next item (and maybe a hand) into h, sleeping while there is

@@ -119,6 +119,14 @@ bool blq__spin_pause(blq__spin *s, blq__spinner *sp);
 /* Ends looks that found what they waited for (a spin's place back). */
 void blq__spin_stop(blq__spin *s, blq__spinner *sp);
 
+/* One wait's looks, start to end: after each pause, ending(ctx) (true:
+ * stop looking) and then look(ctx) (true: found what it waits for). True
+ * when a look found it; false when the looks ran out, could not pay or
+ * ended: sleep (or leave). The waits call this rather than the three
+ * calls above, so no exit forgets a spin's place. */
+bool blq__spin_look(blq__spin *s, bool may_spin, bool (*ending)(void *), bool (*look)(void *),
+		    void *ctx);
+
 /* True while the host looks busy: waits then sleep at once. */
 bool blq__spin_busy(const blq__spin *s);
 
