@@ -23,6 +23,7 @@
  * glibc keeps for libraries loaded with dlopen.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -232,25 +233,34 @@ blq__lane *blq__lane_own(blq *q)
 	return lane_slow(q);
 }
 
-static uint64_t lanes_reserve(blq *q, uint64_t n)
+/* Up to n places of held's count (0: full). A refill (n above `want`,
+ * its extras bound for the lane's credit) also counts itself in transit
+ * in the same CAS (*transit), so that a producer finding the count full
+ * knows those places will show up as credit (lanes.h, "Capacity"). */
+static uint64_t lanes_reserve(blq *q, uint64_t n, uint64_t want, bool *transit)
 {
 	blq__lanes *ls = &q->lanes;
 	/* seq_cst: this load is also the re-check of a producer about to
 	 * sleep on a full queue, after it announced itself (ec.h); it must
 	 * not pass that announcement (a plain load on x86). */
-	uint64_t held = atomic_load_explicit(&ls->held, memory_order_seq_cst);
+	uint64_t w = atomic_load_explicit(&ls->held, memory_order_seq_cst);
 
 	for (;;) {
+		uint64_t held = w & BLQ__HELD_MASK;
+
 		if (held >= ls->capacity)
 			return 0;
 		uint64_t k = ls->capacity - held < n ? ls->capacity - held : n;
+		uint64_t t = k > want ? BLQ__HELD_TRANSIT_ONE : 0;
 
 		/* Acquire: a worker releases after its take moved the ring's
 		 * head (seq_cst), so the room this reservation counts on is
 		 * visible to our push. */
-		if (atomic_compare_exchange_weak_explicit(&ls->held, &held, held + k,
-							  memory_order_acquire, memory_order_relaxed))
+		if (atomic_compare_exchange_weak_explicit(&ls->held, &w, w + k + t,
+							  memory_order_acquire, memory_order_relaxed)) {
+			*transit = t != 0;
 			return k;
+		}
 	}
 }
 
@@ -305,25 +315,56 @@ static void keep_credit(blq *q, blq__lane *l, uint64_t k)
 		atomic_fetch_sub_explicit(&q->lanes.held, k - keep, memory_order_seq_cst);
 }
 
+/* Whether a refill's places are on their way to a lane's credit. */
+static bool in_transit(blq *q)
+{
+	return atomic_load_explicit(&q->lanes.held, memory_order_seq_cst) >=
+	       BLQ__HELD_TRANSIT_ONE;
+}
+
 uint64_t blq__lanes_admit(blq *q, blq__lane *l, uint64_t n)
 {
-	if (l == NULL)
-		return lanes_reserve(q, n);
-
-	uint64_t k = take_credit(&blq__lane_cell(q, l)->entered, n);
+	uint64_t k = l != NULL ? take_credit(&blq__lane_cell(q, l)->entered, n) : 0;
 
 	if (k == n)
 		return k;
-	uint64_t want = n - k;
-	uint64_t got = lanes_reserve(q, want > BLQ__LANE_CREDIT ? want : BLQ__LANE_CREDIT);
+	uint64_t want = n - k, waited_from = 0;
+	/* A lane's owner refills its credit; a thread without a lane
+	 * reserves what it needs. */
+	uint64_t ask = l != NULL && want < BLQ__LANE_CREDIT ? BLQ__LANE_CREDIT : want;
 
-	if (got == 0)
-		got = take_others_credit(q, want);
-	uint64_t use = got < want ? got : want;
+	for (;;) {
+		bool transit = false;
+		uint64_t got = lanes_reserve(q, ask, want, &transit);
 
-	if (got > use)
-		keep_credit(q, l, got - use);
-	return k + use;
+		if (got == 0)
+			got = take_others_credit(q, want);
+		if (got > 0) {
+			uint64_t use = got < want ? got : want;
+
+			if (got > use)
+				keep_credit(q, l, got - use);
+			if (transit)
+				atomic_fetch_sub_explicit(&q->lanes.held, BLQ__HELD_TRANSIT_ONE,
+							  memory_order_seq_cst);
+			return k + use;
+		}
+		/* Full, and no credit to take. A refill between its CAS and
+		 * its credit add holds places out of every count: they are
+		 * room, two instructions of that producer's away. Wait for
+		 * them (it runs again when we yield, if it shares our CPU),
+		 * for at most BLQ__TRANSIT_WAIT_NS (a thread stopped by a
+		 * debugger must not stop us), then call the queue full. */
+		if (!in_transit(q))
+			return k;
+		uint64_t now = blq__fast_ns();
+
+		if (waited_from == 0)
+			waited_from = now;
+		else if (now - waited_from > BLQ__TRANSIT_WAIT_NS)
+			return k;
+		sched_yield();
+	}
 }
 
 void blq__lanes_unspend(blq *q, blq__lane *l)
@@ -333,7 +374,8 @@ void blq__lanes_unspend(blq *q, blq__lane *l)
 
 uint64_t blq__lanes_items(const blq *q)
 {
-	uint64_t held = atomic_load_explicit(&q->lanes.held, memory_order_relaxed), idle = 0;
+	uint64_t held = atomic_load_explicit(&q->lanes.held, memory_order_relaxed) & BLQ__HELD_MASK;
+	uint64_t idle = 0;
 	unsigned made = atomic_load_explicit(&q->lanes.made, memory_order_acquire);
 
 	for (unsigned i = 0; i < made; i++) {

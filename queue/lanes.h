@@ -30,12 +30,17 @@
  * takes what it needs from the other lanes' credit before it calls the
  * queue full, so credit in a lane never makes a queue with room refuse
  * (blq_size and the wake-up of producers count held less the credit).
- * Credit on its way to a lane can: a refill's places are reserved in
- * held (a CAS) and then added to the lane's credit, and a producer
+ * Nor does credit on its way to a lane: a refill's places are reserved
+ * in held (a CAS) and then added to the lane's credit, and a producer
  * preempted between the two holds up to BLQ__LANE_CREDIT - 1 places out
- * of every count meanwhile, so a try-enqueue may say full and a leaky
- * queue leak with that many places free (docs/model-check.md, "Credit":
- * found by the SPIN model, open). The credit sits in the low
+ * of every count meanwhile. So the refill's CAS also counts it in
+ * transit (held's word, above BLQ__HELD_MASK), and it counts itself out
+ * after the credit add; a producer that finds the count full and no
+ * credit to take waits while a refill is in transit (yielding, for at
+ * most BLQ__TRANSIT_WAIT_NS), then takes the credit it made
+ * (docs/model-check.md, "Credit": the SPIN model found the gap and
+ * checks the fix). A thread without a lane takes credit as an owner
+ * does. The credit sits in the low
  * bits of the owner's counter cell's `entered` (internal.h), so the one
  * locked add that counts a single enqueue in also takes its place
  * (enqueue.c): two locked instructions per item, not three. A
@@ -82,6 +87,16 @@
 /* Places a lane's owner reserves in `held` at once: the shared count's
  * line moves once per this many items instead of once per item. */
 #define BLQ__LANE_CREDIT 32u
+/* held's word: the places reserved in its low bits, the refills in
+ * transit (reserved, not yet in a lane's credit) from this bit up.
+ * Capacity is at most 2^30 (engine.h), so the count never reaches it. */
+#define BLQ__HELD_TRANSIT_ONE (1ull << 48)
+#define BLQ__HELD_MASK (BLQ__HELD_TRANSIT_ONE - 1)
+/* How long a producer that found the queue full waits for a refill in
+ * transit to land: a preempted thread runs again within a scheduler
+ * slice or two (a few ms); one stopped longer (a debugger) does not
+ * hold the others up longer than this. */
+#define BLQ__TRANSIT_WAIT_NS 10000000ull
 /* A thread without a lane looks for one again after this many calls. */
 #define BLQ__LANE_RETRY 1024u
 
@@ -112,8 +127,9 @@ typedef struct blq__lanes {
 	 * the lanes (rings.c). Read on every take, written rarely. */
 	_Atomic uint64_t spills;
 	/* Items in the lanes and the shared rings, reserved before a push,
-	 * released after a take: never above `capacity`. Its own line: every
-	 * producer and worker writes it. */
+	 * released after a take: never above `capacity` (below
+	 * BLQ__HELD_MASK; the refills in transit above it). Its own line:
+	 * every producer and worker writes it. */
 	alignas(BLQ__CACHELINE) _Atomic uint64_t held;
 	uint64_t capacity;
 } blq__lanes;

@@ -6,7 +6,9 @@
  * - the capacity is exact: one producer fills exactly `capacity` items
  *   (its lane of 4096 and the rest spilled into the shared ring) before
  *   BLQ_EFULL, and 40 producers (more than the 16 lanes) together fill
- *   exactly that many, while a sampler never sees more;
+ *   exactly that many, while a sampler never sees more; and a thread
+ *   beyond the 16 lanes takes the places idle in the lanes' credit
+ *   instead of calling a queue with room full;
  * - a leaky queue leaks exactly what did not fit, and a front leak drops
  *   the leaker's own oldest item;
  * - each producer's items start in the order it enqueued them, across a
@@ -191,6 +193,64 @@ Test(lanes, forty_producers_fill_exactly_the_capacity)
 Test(lanes, a_small_capacity_is_exact_too)
 {
 	fill_with(40, 3);
+}
+
+/* A lane's owner that puts one item in and keeps its lane (and its
+ * lane's credit) until the gate opens. */
+typedef struct owner {
+	blq *q;
+	unsigned producer;
+	tu_gate *hold;
+} owner;
+
+static void *own_a_lane(void *p)
+{
+	owner *o = p;
+
+	cr_expect_eq(blq_enqueue(o->q, tu_item_new((uint64_t)o->producer * 1000000u)), 0);
+	tu_gate_pass(o->hold);
+	return NULL;
+}
+
+Test(lanes, a_thread_without_a_lane_takes_the_lanes_credit_before_it_calls_the_queue_full)
+{
+	wctx *w = wctx_new();
+	blq *q = held_queue(w, 64, NULL, BLQ_LEAK_REAR); /* this thread owns lane 0 */
+	tu_gate hold;
+	owner o[15];
+	pthread_t t[15], late;
+	pthread_barrier_t start;
+	filler f;
+
+	tu_gate_init(&hold);
+	for (unsigned i = 0; i < 15; i++) {
+		o[i] = (owner){.q = q, .producer = 1 + i, .hold = &hold};
+		pthread_create(&t[i], NULL, own_a_lane, &o[i]);
+	}
+	cr_assert(TU_WAIT_FOR(atomic_load(&hold.waiting) == 15, 5000));
+	/* 15 items in, the 16 lanes taken, and most of the 64 places sit
+	 * in the lanes' credit: a 17th thread, with no lane, must take it. */
+	cr_expect_eq(blq_size(q), 15);
+	pthread_barrier_init(&start, NULL, 1);
+	f = (filler){.q = q, .producer = 20, .start = &start};
+	pthread_create(&late, NULL, fill_until_full, &f);
+	pthread_join(late, NULL);
+	cr_expect_eq(f.accepted, 64 - 15, "the thread without a lane put %llu items into a "
+		     "queue with %d places free", (unsigned long long)f.accepted, 64 - 15);
+	cr_expect_eq(blq_size(q), 64);
+	tu_gate_open(&hold);
+	for (unsigned i = 0; i < 15; i++)
+		pthread_join(t[i], NULL);
+	tu_gate_open(&w->gate);
+	cr_assert_eq(blq_close(q), 0);
+	struct blq_stats st = stats(q);
+	cr_expect_eq(st.in, 65);
+	cr_expect_eq(st.processed, 65);
+	cr_expect_eq(atomic_load(&w->disorder), 0);
+	blq_free(q);
+	pthread_barrier_destroy(&start);
+	tu_gate_destroy(&hold);
+	wctx_free(w);
 }
 
 /* Enqueues ids producer * 1e6 + [0, n), blocking. */
