@@ -137,6 +137,26 @@ static void leak_reason_family(out *o, const blq_prom *r)
 	}
 }
 
+/* Producers refused at producers_blocked_max, for watched queues
+ * (blq_stats read at render time, as the leak reasons above). */
+static void turned_away_family(out *o, const blq_prom *r)
+{
+	char lbl[NAME_MAX_LEN * 2 + 1];
+
+	blq__prom_emit(o, "# HELP queue_producers_turned_away_total Blocking enqueues refused "
+			  "because producers_blocked_max producers were waiting already.\n"
+			  "# TYPE queue_producers_turned_away_total counter\n");
+	for (const series *s = r->head; s != NULL; s = s->next) {
+		struct blq_stats st;
+
+		if (s->watched == NULL || blq_stats(s->watched, &st) != 0)
+			continue;
+		blq__prom_escape(lbl, sizeof(lbl), s->name);
+		blq__prom_emit(o, "queue_producers_turned_away_total{queue=\"%s\"} %llu\n", lbl,
+			       (unsigned long long)st.producers_turned_away);
+	}
+}
+
 static void subq_family(out *o, const blq_prom *r, const char *name, const char *help,
 			int counter)
 {
@@ -276,6 +296,7 @@ int blq_prom_render(blq_prom *r, char *buf, size_t len)
 	counter_family(&o, r, "queue_retry_total", "Retries of failed items.", C_RETRY);
 	leak_family(&o, r);
 	leak_reason_family(&o, r);
+	turned_away_family(&o, r);
 	counter_family(&o, r, "queue_deadline_total", "Items taken after their deadline.",
 		       C_DEADLINE);
 	counter_family(&o, r, "queue_lost_total", "Items dropped: no DLQ at force close, or the DLQ refused.",

@@ -13,7 +13,11 @@
  *   when that keeps failing: the new item goes to the DLQ. Never waits.
  * - BLQ__TRY: BLQ_EFULL.
  * - BLQ__BLOCK: counted in producers_blocked (port->blocked) from here
- *   until it gets in or gives up.
+ *   until it gets in or gives up; when producers_blocked_max wait already
+ *   (port->blocked_max), refused with BLQ_EFULL and counted in
+ *   producers_turned_away instead (the add and its undo keep the count
+ *   exact without a CAS loop: the cap may refuse one more than needed
+ *   while another's add is being undone, never admit one over it).
  * - Waiting (BLQ__BLOCK and BLQ__TIMER), in rounds: a BLQ__TIMER waiter
  *   first wakes one taker (its pushes so far woke nobody: timer.c wakes
  *   once per batch); then, when the engine asks for them, the yielding
@@ -23,7 +27,9 @@
  * - Giving up: BLQ_ECLOSED once the queue is closed (seq_cst: pairs with
  *   the closer's store), checked before each look, after announcing the
  *   sleep and after waking; the timer thread gives up only on a force (a
- *   graceful close drains the timer through it).
+ *   graceful close drains the timer through it). A timed enqueue
+ *   (blq__core_wait_until) gives up with BLQ_ETIMEDOUT at its limit,
+ *   checked after announcing the sleep, which ends there.
  * No lock (the balancer's hint is a trylock, or a lock when no worker is
  * active, as before), no allocation; a system call only to yield or sleep.
  *
@@ -53,6 +59,7 @@
  * blocking producer sleeps at once: engine_rings.c, with the measurements).
  */
 #include "admission.h"
+#include "monotonic.h"
 
 /* The condition a waiter gives up on: a close for producers, only a
  * force for the timer thread (a graceful close drains the timer). */
@@ -113,11 +120,13 @@ static bool leak(const blq__admission *a, blq__cell *c, const blq__item *it)
 	return false;
 }
 
-/* Waits for room in rounds: 0 once the item is in, or BLQ_ECLOSED. */
+/* Waits for room in rounds: 0 once the item is in, BLQ_ECLOSED, or
+ * BLQ_ETIMEDOUT at a timed enqueue's limit. */
 static int wait_room(const blq__admission *a, const blq__item *it, enum blq__mode mode,
 		     bool looks)
 {
 	const blq__port *p = a->port;
+	uint64_t until = mode == BLQ__BLOCK ? blq__core_wait_until(p->q) : 0;
 
 	for (;;) {
 		if (mode == BLQ__TIMER && a->takers != NULL)
@@ -136,7 +145,11 @@ static int wait_room(const blq__admission *a, const blq__item *it, enum blq__mod
 			blq__ec_cancel(a->space);
 			return BLQ_ECLOSED;
 		}
-		blq__ec_wait(a->space, snap, 0);
+		if (until != 0 && blq__monotonic_ns() >= until) {
+			blq__ec_cancel(a->space);
+			return BLQ_ETIMEDOUT;
+		}
+		blq__ec_wait(a->space, snap, until);
 		if (give_up(p, mode))
 			return BLQ_ECLOSED;
 		if (a->ops->push(a->ctx, it))
@@ -161,8 +174,14 @@ int blq__admit_full(const blq__admission *a, blq__cell *c, const blq__item *it,
 	}
 	if (mode == BLQ__TRY)
 		return BLQ_EFULL;
-	if (mode == BLQ__BLOCK)
-		atomic_fetch_add_explicit(p->blocked, 1, memory_order_relaxed);
+	if (mode == BLQ__BLOCK &&
+	    atomic_fetch_add_explicit(p->blocked, 1, memory_order_relaxed) >= p->blocked_max &&
+	    p->blocked_max != 0) {
+		/* As many wait already as may: refused, as a try would be. */
+		atomic_fetch_sub_explicit(p->blocked, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(p->turned_away, 1, memory_order_relaxed);
+		return BLQ_EFULL;
+	}
 	rc = wait_room(a, it, mode, looks);
 	if (mode == BLQ__BLOCK)
 		atomic_fetch_sub_explicit(p->blocked, 1, memory_order_relaxed);

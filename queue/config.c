@@ -75,6 +75,9 @@ static int check_leak(const blq_config *c, blq_error *err)
 	if (c->dlq.enqueue == NULL && c->dlq.enqueue_why != NULL)
 		return bad(err, "%s: enqueue_why is set but enqueue is NULL (both are needed)",
 			   "dlq");
+	if (c->producers_blocked_max != 0 && c->dlq.enqueue != NULL)
+		return bad(err, "%s: a leaky queue (dlq set) never makes a producer wait",
+			   "producers_blocked_max");
 	if (c->fail_to_dlq && c->dlq.enqueue == NULL)
 		return bad(err, "%s: needs a dlq", "fail_to_dlq");
 	if (c->deadline_to_dlq && c->dlq.enqueue == NULL)

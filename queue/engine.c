@@ -31,6 +31,8 @@ int blq__engine_setup(blq *q, unsigned *streams)
 		.front_leak_attempts = q->cfg.front_leak_attempts,
 		.staged = &q->staged,
 		.blocked = &q->producers_blocked,
+		.blocked_max = q->cfg.producers_blocked_max,
+		.turned_away = &q->producers_turned_away,
 		.closed = &q->closed,
 		.forced = &q->forced,
 		.items = &q->items_ec,

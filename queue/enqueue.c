@@ -378,6 +378,64 @@ int blq_try_enqueue_job(blq *q, const blq_job *job)
 	return blq__enqueue_job_as(q, job, job != NULL ? job->done : NULL, true);
 }
 
+/*
+ * Timed enqueues (blq_enqueue_timeout and kin): a blocking enqueue whose
+ * waits for room end at a limit. The limit is this thread's for the call,
+ * not a parameter through the engines: the waits that read it
+ * (admission.c's wait for room, the transit wait, timer.c's wait for the
+ * timer's room) run on the producer's own thread, and every other path
+ * (the hot one included) is the blocking enqueue's, unchanged. It is
+ * keyed by the queue: a leak inside the call into a DLQ that is another
+ * queue (blq_as_enqueuer) waits as that queue's own blq_enqueue does.
+ */
+static _Thread_local struct wait_limit {
+	const blq *q;
+	uint64_t until; /* absolute CLOCK_MONOTONIC; 0: none */
+} wait_limit;
+
+uint64_t blq__core_wait_until(const blq *q)
+{
+	return wait_limit.q == q ? wait_limit.until : 0;
+}
+
+/* Sets q's limit for this thread from now; returns the one it replaces
+ * (an enqueue inside a completion hook may be a timed one too). */
+static struct wait_limit limit_begin(const blq *q, uint64_t timeout_ns)
+{
+	struct wait_limit was = wait_limit;
+
+	/* UINT64_MAX: no limit (blq__deadline_after's 0); 0: already due. */
+	wait_limit = (struct wait_limit){q, blq__deadline_after(timeout_ns)};
+	return was;
+}
+
+int blq_enqueue_timeout(blq *q, void *payload, uint64_t timeout_ns)
+{
+	struct wait_limit was = limit_begin(q, timeout_ns);
+	int rc = enqueue_payload(q, payload, BLQ__BLOCK);
+
+	wait_limit = was;
+	return rc;
+}
+
+int blq_enqueue_job_timeout(blq *q, const blq_job *job, uint64_t timeout_ns)
+{
+	struct wait_limit was = limit_begin(q, timeout_ns);
+	int rc = blq__enqueue_job_as(q, job, job != NULL ? job->done : NULL, false);
+
+	wait_limit = was;
+	return rc;
+}
+
+ssize_t blq_enqueue_batch_timeout(blq *q, void *const *payloads, size_t n, uint64_t timeout_ns)
+{
+	struct wait_limit was = limit_begin(q, timeout_ns);
+	ssize_t r = enqueue_batch(q, payloads, n, BLQ__BLOCK);
+
+	wait_limit = was;
+	return r;
+}
+
 static int enqueuer_cb(void *self, void *payload)
 {
 	return blq_enqueue(self, payload);

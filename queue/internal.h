@@ -279,6 +279,7 @@ struct blq {
 	_Atomic unsigned n_active; /* workers in BLQ__W_ACTIVE */
 	_Atomic int throttled;     /* the queue was full at the last look */
 	_Atomic unsigned producers_blocked; /* waiting for room (engine.h) */
+	_Atomic uint64_t producers_turned_away; /* over producers_blocked_max */
 	_Atomic unsigned wakeup_permille; /* bounds.wakeup * 1000, for enqueue-side hints */
 
 	/* -- Atomic, written by every mover: its own line. -- Items accepted

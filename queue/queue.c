@@ -371,6 +371,8 @@ int blq_stats(const blq *q, struct blq_stats *out)
 	out->threads_stopped = atomic_load_explicit(&q->stopped_threads, memory_order_relaxed);
 	out->producers_blocked =
 		atomic_load_explicit(&q->producers_blocked, memory_order_relaxed);
+	out->producers_turned_away =
+		atomic_load_explicit(&q->producers_turned_away, memory_order_relaxed);
 	/* The balancer's look at the fill rate, or producers waiting for
 	 * room now (the only sign a fixed pool has). */
 	out->throttled = atomic_load_explicit(&q->throttled, memory_order_relaxed) != 0 ||

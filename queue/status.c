@@ -55,7 +55,7 @@ int blq_status_json(const blq *q, char *buf, size_t len)
 			"{\"name\":\"%s\",\"status\":\"%s\",\"capacity\":%zu,\"size\":%zu,"
 			"\"rate\":%.4f,\"leaky\":%s,\"balanced\":%s,\"throttled\":%s,\"paused\":%s,"
 			"\"workers\":{\"active\":%u,\"asleep\":%u,\"idle\":%u,\"stuck\":%u,"
-			"\"busy\":%u,\"overrunning\":%u},\"producers_blocked\":%u,\"dlq_waiting\":%u,"
+			"\"busy\":%u,\"overrunning\":%u},\"producers_blocked\":%u,\"producers_turned_away\":%llu,\"dlq_waiting\":%u,"
 			"\"in\":%llu,\"processed\":%llu,\"failed\":%llu,\"leaked\":%llu,"
 			"\"leaked_rear\":%llu,\"leaked_front\":%llu,\"leaked_failed\":%llu,"
 			"\"leaked_deadline\":%llu,\"leaked_closed\":%llu,"
@@ -67,7 +67,8 @@ int blq_status_json(const blq *q, char *buf, size_t len)
 			q->leaky ? "true" : "false", q->balanced ? "true" : "false",
 			st.throttled ? "true" : "false", st.paused ? "true" : "false", st.workers_active, st.workers_asleep,
 			st.workers_idle, st.workers_stuck, st.workers_busy, st.workers_overrunning,
-			st.producers_blocked, st.dlq_waiting,
+			st.producers_blocked, (unsigned long long)st.producers_turned_away,
+			st.dlq_waiting,
 			(unsigned long long)st.in, (unsigned long long)st.processed,
 			(unsigned long long)st.failed, (unsigned long long)st.leaked,
 			(unsigned long long)st.leaked_rear, (unsigned long long)st.leaked_front,

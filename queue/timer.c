@@ -546,9 +546,23 @@ int blq__timer_add(blq *q, const blq__item *it, uint64_t now, uint64_t delay,
 			goto out;
 		}
 		/* `held` goes down only under mu (release()): no missed
-		 * wake-up between the reservation and the wait. */
+		 * wake-up between the reservation and the wait. A timed
+		 * enqueue waits until its limit. */
+		uint64_t until = blq__core_wait_until(q);
+
+		if (until != 0 && blq__monotonic_ns() >= until) {
+			rc = BLQ_ETIMEDOUT;
+			goto out;
+		}
 		t->room_waiters++;
-		pthread_cond_wait(&t->room, &t->mu);
+		if (until != 0) {
+			struct timespec ts = {.tv_sec = (time_t)(until / 1000000000u),
+					      .tv_nsec = (long)(until % 1000000000u)};
+
+			pthread_cond_timedwait(&t->room, &t->mu, &ts);
+		} else {
+			pthread_cond_wait(&t->room, &t->mu);
+		}
 		t->room_waiters--;
 	}
 	blq__timed e = {

@@ -129,6 +129,7 @@ Test(metrics, two_live_queues_promtool_and_the_python_parser)
 		"queue_leak_reason_total{queue=\"alpha\",reason=\"failed\"} 0\n",
 		"queue_leak_reason_total{queue=\"alpha\",reason=\"closed\"} 0\n",
 		"queue_dlq_waiting{queue=\"alpha\"} 0\n",
+		"queue_producers_turned_away_total{queue=\"alpha\"} 0\n",
 		"queue_failed_total{queue=\"alpha\"} 1\n",
 		"queue_lost_total{queue=\"alpha\"} 0\n",
 		"queue_exec_seconds_count{queue=\"alpha\"} 3\n",
@@ -155,9 +156,10 @@ Test(metrics, two_live_queues_promtool_and_the_python_parser)
 		"int(v[(\"queue_in_total\", ((\"queue\", \"we\\\"ird\\\\q\"),))]))'",
 		text, out, sizeof(out));
 	cr_expect_eq(rc, 0, "python parser: %s", out);
-	cr_expect_str_eq(out, "27 5 3\n",
+	cr_expect_str_eq(out, "28 5 3\n",
 			 "families (21 + the 4 gauges of the moment + queue_dlq_waiting + "
-			 "queue_leak_reason_total), alpha's in, the odd name's in");
+			 "queue_leak_reason_total + queue_producers_turned_away_total), alpha's "
+			 "in, the odd name's in");
 
 	blq_prom_unwatch(r, qa);
 	blq_prom_unwatch(r, qb);

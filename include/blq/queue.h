@@ -264,6 +264,15 @@ typedef struct blq_config {
 	/** Front leak: how many oldest items may be moved out to make room for
 	 * one new item before the new one leaks instead. Default 5. */
 	unsigned front_leak_attempts;
+	/** At most this many producers wait for room at once (ants'
+	 * MaxBlockingTasks): one more blocking enqueue that finds the queue
+	 * full returns BLQ_EFULL at once, counted in
+	 * blq_stats.producers_turned_away, instead of waiting. Counts what
+	 * producers_blocked counts: blocking and timed enqueues waiting for
+	 * room in the rings or a QoS sub-queue (not a delayed item waiting
+	 * for the timer's room). 0 = no cap. Not with a dlq: a leaky queue
+	 * never makes a producer wait. */
+	unsigned producers_blocked_max;
 
 	/** Minimum time between enqueue and start: items wait in the timer,
 	 * never in a worker, never in front of items that are due. 0..1 year;
@@ -332,7 +341,15 @@ typedef struct blq_job {
  * this file). A plain struct tag (no typedef) so the function blq_stats
  * keeps its name: `struct blq_stats st; blq_stats(q, &st);` */
 struct blq_stats {
-	uint64_t in;        /**< items accepted: enqueues that returned 0 (a batch's items) */
+	/** Items enqueued: counted when the enqueue call begins (before a
+	 * worker can take one, so no outcome ever runs ahead of it), less
+	 * those the call gave back when it returned. So a producer still
+	 * blocked in blq_enqueue on a full queue counts here until it gets
+	 * in or gives up, and a batch's items count from the call's start;
+	 * once no enqueue is in progress it is the items of the enqueues
+	 * that returned 0. (The metrics writer's put event, Prometheus'
+	 * queue_in_total, counts when the call ends with the item taken.) */
+	uint64_t in;
 	uint64_t processed; /**< outcome: the worker returned 0 */
 	uint64_t failed;    /**< outcome: the last attempt failed (timed out included) */
 	uint64_t leaked;    /**< outcome: to the DLQ; the sum of the leaked_* below */
@@ -391,6 +408,10 @@ struct blq_stats {
 	 * reaches its outcome when the callback returns (until then it is in
 	 * none of the counters above: the invariant holds once this is 0). */
 	unsigned workers_stuck;
+	/** Blocking enqueues refused with BLQ_EFULL because
+	 * producers_blocked_max producers were waiting already (since
+	 * creation). */
+	uint64_t producers_turned_away;
 };
 
 /**
@@ -456,6 +477,29 @@ BLQ_API int blq_enqueue(blq *q, void *payload);
 BLQ_API int blq_try_enqueue(blq *q, void *payload);
 
 /**
+ * Like blq_enqueue, but waits for room at most \p timeout_ns (gammazero's
+ * SubmitBlock with a context, pond's TrySubmit with a limit): a producer
+ * that must not stall for good on a full queue, nor give up at once.
+ * Only the wait for room is limited; an enqueue that finds room is
+ * blq_enqueue's. A leaky queue never waits (it leaks, as blq_enqueue
+ * does). A delayed item (delay_interval_ns) waits for room in the timer
+ * under the same limit.
+ * \param q the queue.
+ * \param payload the payload; taken on 0, left to the caller on any error.
+ * \param timeout_ns how long to wait for room, from the call;
+ *        0: do not wait (BLQ_ETIMEDOUT at once when full); UINT64_MAX: no
+ *        limit (blq_enqueue).
+ * \retval 0 the queue owns \p payload.
+ * \retval BLQ_ETIMEDOUT the queue stayed full for \p timeout_ns; the
+ *         caller still owns \p payload (counted in no outcome).
+ * \retval others as blq_enqueue (BLQ_ECLOSED, BLQ_EINVAL, ...).
+ * \threadsafety As blq_enqueue. The limit is the call's own: an enqueue
+ * into another queue made during the call (a leak into a DLQ that is a
+ * queue) waits by its own rules.
+ */
+BLQ_API int blq_enqueue_timeout(blq *q, void *payload, uint64_t timeout_ns);
+
+/**
  * Hand n payloads to the queue in one call, in order.
  *
  * For producers that receive items in bursts (a socket read, a file
@@ -507,6 +551,23 @@ BLQ_API ssize_t blq_enqueue_batch(blq *q, void *const *payloads, size_t n);
 BLQ_API ssize_t blq_try_enqueue_batch(blq *q, void *const *payloads, size_t n);
 
 /**
+ * blq_enqueue_batch whose waits for room end after \p timeout_ns in all
+ * (one limit for the call, not one per item).
+ * \param q the queue.
+ * \param payloads n payloads; the array itself is only read during the
+ *        call.
+ * \param n the number of payloads.
+ * \param timeout_ns as for blq_enqueue_timeout.
+ * \return how many payloads the queue took (the first ones: the caller
+ *         still owns the rest), fewer than n when the limit passed; or,
+ *         when it took none, BLQ_ETIMEDOUT, or the errors of
+ *         blq_enqueue_batch. 0 when n is 0.
+ * \threadsafety As blq_enqueue_batch.
+ */
+BLQ_API ssize_t blq_enqueue_batch_timeout(blq *q, void *const *payloads, size_t n,
+					  uint64_t timeout_ns);
+
+/**
  * blq_enqueue with per-job settings (delay, deadline, timeout, QoS weight,
  * completion hook). A delayed item waits in the queue's timer (started on
  * the first delayed item) and counts in blq_size meanwhile.
@@ -535,6 +596,18 @@ BLQ_API int blq_enqueue_job(blq *q, const blq_job *job);
  *         still owns job->payload and job->done is never called.
  */
 BLQ_API int blq_try_enqueue_job(blq *q, const blq_job *job);
+
+/**
+ * blq_enqueue_job whose wait for room (in the rings, a QoS sub-queue, or
+ * the timer for a delayed job) ends after \p timeout_ns.
+ * \param q the queue.
+ * \param job as for blq_enqueue_job.
+ * \param timeout_ns as for blq_enqueue_timeout.
+ * \return as blq_enqueue_job, plus BLQ_ETIMEDOUT (the caller still owns
+ *         job->payload and job->done is never called).
+ * \threadsafety As blq_enqueue_job.
+ */
+BLQ_API int blq_enqueue_job_timeout(blq *q, const blq_job *job, uint64_t timeout_ns);
 
 /** What blq_enqueue_wait_result reports about an item's end. */
 typedef struct blq_wait_result {

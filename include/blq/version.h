@@ -9,8 +9,8 @@
 /** Major version; before 1.0 every minor version may change the ABI. */
 #define BLQ_VERSION_MAJOR 0
 /** Minor version. */
-#define BLQ_VERSION_MINOR 4
+#define BLQ_VERSION_MINOR 5
 /** Patch version. */
-#define BLQ_VERSION_PATCH 2
+#define BLQ_VERSION_PATCH 0
 
 #endif

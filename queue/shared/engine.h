@@ -76,6 +76,10 @@ typedef struct blq__port {
 	 * producers_blocked): an engine counts a BLQ__BLOCK admission here
 	 * from when it finds no room until it gets in or gives up. */
 	_Atomic unsigned *blocked;
+	/* At most this many in `blocked` (0: no cap); one more is refused
+	 * (BLQ_EFULL) and counted in `turned_away`. */
+	unsigned blocked_max;
+	_Atomic uint64_t *turned_away;
 	const _Atomic int *closed; /* raised (seq_cst) by every close */
 	const _Atomic int *forced; /* non-zero once a Soft or Hard close drops the
 				    * queue (raised after `closed`) */
@@ -176,6 +180,11 @@ void blq__core_leak(blq *q, blq__cell *c, const blq__item *it, enum blq_leak_dir
  * a ring) or false (leaked); BLQ_EFULL or BLQ_ECLOSED: not placed. An
  * engine uses it with BLQ__TIMER for a due item it cannot hold. */
 int blq__place(blq *q, blq__cell *c, blq__item *it, enum blq__mode mode, bool *pushed);
+
+/* When a blocking producer's wait for room in q must end (a timed
+ * enqueue's limit, absolute CLOCK_MONOTONIC ns), or 0: none. The calling
+ * thread's, for its current call (enqueue.c). Cheap; slow path only. */
+uint64_t blq__core_wait_until(const blq *q);
 
 /* The ring is full or the engine's share is: grow the pool now if the
  * queue is balanced. Cheap; may do nothing. Any thread. */

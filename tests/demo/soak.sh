@@ -31,7 +31,10 @@ rss() { awk '/^VmRSS/ {print $2}' "/proc/$DAEMON_PID/status"; }
 samples=()
 cycles=0
 end=$((SECONDS + seconds))
-while [ $SECONDS -lt $end ]; do
+# At least 8 samples (the memory check's quarters), however slowly a busy
+# host runs the cycles, but never past three times the length asked for.
+cap=$((SECONDS + 3 * seconds))
+while [ $SECONDS -lt $end ] || { [ ${#samples[@]} -lt 8 ] && [ $SECONDS -lt $cap ]; }; do
 	active=$(st soak .producers_active)
 	target=$((RANDOM % 17))
 	if [ "$target" -gt "$active" ]; then
