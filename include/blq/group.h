@@ -107,12 +107,12 @@ BLQ_API blq_group *blq_group_new(blq *q, blq_error *err);
  *         nothing was enqueued.
  * \retval BLQ_ECLOSED the queue is closing or closed (also when it closes
  *         while this call waits for room).
- * \retval BLQ_ENOMEM no memory for the job's record or handle; nothing was
- *         enqueued.
+ * \retval BLQ_ENOMEM no memory for the job's record or handle, or (a
+ *         delayed job) the timer cannot grow; nothing was enqueued.
  * \retval BLQ_EINVAL \p g or \p job NULL, or as blq_enqueue_job (an
  *         interval above 1 year, a deadline not after the delay,
  *         job->done without fn).
- * \retval BLQ_ETHREAD, BLQ_ENOMEM a delayed job: as blq_enqueue_job.
+ * \retval BLQ_ETHREAD a delayed job: the timer thread cannot start.
  *
  * On any error the caller still owns job->payload, job->done is never
  * called, and the call counts in `refused` (but for a NULL \p g).

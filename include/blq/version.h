@@ -11,6 +11,6 @@
 /** Minor version. */
 #define BLQ_VERSION_MINOR 4
 /** Patch version. */
-#define BLQ_VERSION_PATCH 2
+#define BLQ_VERSION_PATCH 3
 
 #endif
