@@ -112,6 +112,23 @@ static bool adds_up(const struct blq_group_counts *c)
 	return c->accepted == ended(c) + c->pending;
 }
 
+/* Every field of the group's counts as `want` (a field left out: 0),
+ * and the law. `at` names the moment. */
+#define FIELDS(X)                                                                                  \
+	X(accepted) X(refused) X(pending) X(enqueuing) X(processed) X(failed) X(timed_out)        \
+	X(leaked) X(expired) X(lost) X(cancelled)
+static void expect_counts(const blq_group *g, struct blq_group_counts want, const char *at)
+{
+	struct blq_group_counts n = counts(g);
+
+#define EXPECT_FIELD(f)                                                                            \
+	cr_expect_eq(n.f, want.f, "%s: " #f " %llu, want %llu", at, (unsigned long long)n.f,       \
+		     (unsigned long long)want.f);
+	FIELDS(EXPECT_FIELD)
+#undef EXPECT_FIELD
+	cr_expect(adds_up(&n), "%s: accepted == outcomes + pending", at);
+}
+
 static blq_job job(uint64_t id)
 {
 	return (blq_job){.payload = tu_item_new(id), .done = &hooks[id]};
@@ -155,13 +172,7 @@ Test(group, all_jobs_processed_and_wait_returns)
 	for (uint64_t i = 0; i < 200; i++)
 		put(g, i, 0, 0);
 	cr_assert_eq(blq_group_wait(g, UINT64_MAX), 0);
-	struct blq_group_counts n = counts(g);
-	cr_expect_eq(n.accepted, 200);
-	cr_expect_eq(n.processed, 200);
-	cr_expect_eq(n.pending, 0);
-	cr_expect_eq(n.enqueuing, 0);
-	cr_expect_eq(n.refused, 0);
-	cr_expect(adds_up(&n));
+	expect_counts(g, (struct blq_group_counts){.accepted = 200, .processed = 200}, "after");
 	/* Every job's own hook has returned when the wait does. */
 	expect_hooks_once(0, 200, BLQ_OUTCOME_PROCESSED);
 	cr_expect_eq(blq_group_wait(g, 0), 0, "an idle group: a look says so");
@@ -200,15 +211,9 @@ Test(group, mixed_outcomes_counted_exactly)
 	cr_expect_eq(blq_group_cancel(g), 2, "the two delayed jobs");
 	cr_assert_eq(blq_group_wait(g, 5000 * MS), 0);
 
-	struct blq_group_counts n = counts(g);
-	cr_expect_eq(n.accepted, 13);
-	cr_expect_eq(n.processed, 6);
-	cr_expect_eq(n.failed, 3);
-	cr_expect_eq(n.expired, 2);
-	cr_expect_eq(n.cancelled, 2);
-	cr_expect_eq(n.leaked + n.lost + n.timed_out, 0);
-	cr_expect_eq(n.pending, 0);
-	cr_expect(adds_up(&n));
+	struct blq_group_counts n = {
+		.accepted = 13, .processed = 6, .failed = 3, .expired = 2, .cancelled = 2};
+	expect_counts(g, n, "after");
 	expect_hooks_once(0, 5, BLQ_OUTCOME_PROCESSED);
 	expect_hooks_once(2000, 2001, BLQ_OUTCOME_PROCESSED);
 	expect_hooks_once(1000, 1003, BLQ_OUTCOME_FAILED);
@@ -246,17 +251,14 @@ Test(group, overflow_leaks_inside_the_enqueue_and_counts_once)
 		struct blq_group_counts n = counts(g);
 		cr_expect(adds_up(&n));
 	}
-	struct blq_group_counts n = counts(g);
-	cr_expect_eq(n.accepted, 7);
-	cr_expect_eq(n.leaked, 4, "capacity 2: the last four leak at the rear");
-	cr_expect_eq(n.pending, 3);
+	/* Capacity 2: the last four leak at the rear. */
+	expect_counts(g, (struct blq_group_counts){.accepted = 7, .leaked = 4, .pending = 3},
+		      "held");
 	expect_hooks_once(2, 6, BLQ_OUTCOME_LEAKED);
 	tu_gate_open(&gate);
 	cr_assert_eq(blq_group_wait(g, 5000 * MS), 0);
-	n = counts(g);
-	cr_expect_eq(n.processed, 3);
-	cr_expect_eq(n.leaked, 4);
-	cr_expect(adds_up(&n));
+	expect_counts(g, (struct blq_group_counts){.accepted = 7, .leaked = 4, .processed = 3},
+		      "after");
 	expect_hooks_once(0, 2, BLQ_OUTCOME_PROCESSED);
 	cr_expect_eq(tu_rec_count(dlq), 4);
 	cr_expect_eq(blq_group_free(g), 0);
@@ -279,15 +281,11 @@ Test(group, wait_with_a_limit_times_out_while_a_job_is_stuck_then_succeeds)
 	cr_expect_eq(blq_group_wait(g, 50 * MS), BLQ_ETIMEDOUT);
 	cr_expect_geq(tu_now_ns() - t0, 50 * MS, "not before the limit");
 	cr_expect_eq(blq_group_wait(g, 0), BLQ_ETIMEDOUT, "a look");
-	struct blq_group_counts n = counts(g);
-	cr_expect_eq(n.pending, 2);
-	cr_expect_eq(n.accepted, 2);
+	expect_counts(g, (struct blq_group_counts){.accepted = 2, .pending = 2}, "stuck");
 	cr_expect_eq(blq_group_free(g), BLQ_EBUSY, "jobs pending: not freed");
 	tu_gate_open(&gate);
 	cr_assert_eq(blq_group_wait(g, 5000 * MS), 0);
-	n = counts(g);
-	cr_expect_eq(n.processed, 2);
-	cr_expect_eq(n.pending, 0);
+	expect_counts(g, (struct blq_group_counts){.accepted = 2, .processed = 2}, "after");
 	cr_expect_eq(blq_group_free(g), 0);
 	close_balanced(q);
 }
@@ -318,12 +316,8 @@ Test(group, cancel_ends_running_queued_and_delayed_jobs)
 	tu_item_free(late.payload); /* refused: still ours */
 
 	cr_assert_eq(blq_group_wait(g, 5000 * MS), 0);
-	struct blq_group_counts n = counts(g);
-	cr_expect_eq(n.accepted, 6);
-	cr_expect_eq(n.cancelled, 6);
-	cr_expect_eq(n.refused, 2);
-	cr_expect_eq(n.pending, 0);
-	cr_expect(adds_up(&n));
+	expect_counts(g, (struct blq_group_counts){.accepted = 6, .cancelled = 6, .refused = 2},
+		      "after");
 	expect_hooks_once(3000, 3001, BLQ_OUTCOME_CANCELLED);
 	expect_hooks_once(0, 3, BLQ_OUTCOME_CANCELLED);
 	expect_hooks_once(20, 22, BLQ_OUTCOME_CANCELLED);
@@ -355,23 +349,16 @@ Test(group, refused_enqueues_are_counted_not_pending)
 	blq_job bad = {.payload = j.payload, .done = &no_fn};
 	cr_expect_eq(blq_group_enqueue(g, &bad), BLQ_EINVAL);
 	cr_expect_eq(blq_group_enqueue(g, NULL), BLQ_EINVAL);
-	struct blq_group_counts n = counts(g);
-	cr_expect_eq(n.refused, 3);
-	cr_expect_eq(n.accepted, 2);
-	cr_expect_eq(n.pending, 2);
+	expect_counts(g, (struct blq_group_counts){.accepted = 2, .pending = 2, .refused = 3},
+		      "full");
 	tu_gate_open(&gate);
 	cr_assert_eq(blq_group_wait(g, 5000 * MS), 0);
 	cr_assert_eq(blq_close(q), 0);
 
 	cr_expect_eq(blq_group_enqueue(g, &j), BLQ_ECLOSED);
 	cr_expect_eq(blq_group_try_enqueue(g, &j), BLQ_ECLOSED);
-	n = counts(g);
-	cr_expect_eq(n.refused, 5);
-	cr_expect_eq(n.accepted, 2);
-	cr_expect_eq(n.processed, 2);
-	cr_expect_eq(n.pending, 0);
-	cr_expect_eq(n.enqueuing, 0);
-	cr_expect(adds_up(&n));
+	expect_counts(g, (struct blq_group_counts){.accepted = 2, .processed = 2, .refused = 5},
+		      "closed");
 	cr_expect_eq(atomic_load(&hook_calls[2]), 0);
 	cr_expect_eq(blq_group_wait(g, 0), 0);
 	tu_item_free(j.payload);
@@ -526,16 +513,15 @@ Test(group, many_producers_into_one_group)
 	atomic_store(&stop_reading, true);
 	pthread_join(r, NULL);
 
-	struct blq_group_counts n = counts(g);
 	unsigned failing = 0;
 	for (unsigned id = 0; id < PRODUCERS * PER; id++)
 		failing += id % 7 == 0;
-	cr_expect_eq(n.accepted, PRODUCERS * PER);
-	cr_expect_eq(n.failed, failing);
-	cr_expect_eq(n.processed, PRODUCERS * PER - failing);
-	cr_expect_eq(n.refused, refused, "every BLQ_EFULL counted");
-	cr_expect_eq(n.pending, 0);
-	cr_expect(adds_up(&n));
+	/* Every BLQ_EFULL counted in refused. */
+	expect_counts(g,
+		      (struct blq_group_counts){.accepted = PRODUCERS * PER, .failed = failing,
+						.processed = PRODUCERS * PER - failing,
+						.refused = refused},
+		      "after");
 	cr_expect_eq(atomic_load(&bad_reads), 0, "the counts added up at every read");
 	for (unsigned id = 0; id < PRODUCERS * PER; id++) {
 		cr_expect_eq(atomic_load(&hook_calls[id]), 1, "job %u's hook: once", id);
@@ -576,9 +562,7 @@ Test(group, a_hook_enqueues_into_its_own_group)
 	/* Job k+1 joins the group inside job k's hook, before k counts as
 	 * ended: one wait covers the whole chain. */
 	cr_assert_eq(blq_group_wait(g, 5000 * MS), 0);
-	struct blq_group_counts n = counts(g);
-	cr_expect_eq(n.accepted, 11);
-	cr_expect_eq(n.processed, 11);
+	expect_counts(g, (struct blq_group_counts){.accepted = 11, .processed = 11}, "after");
 	expect_hooks_once(0, 11, BLQ_OUTCOME_PROCESSED);
 	cr_expect_eq(blq_group_free(g), 0);
 	close_balanced(q);
