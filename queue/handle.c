@@ -107,7 +107,7 @@ bool blq__handle_end(const blq_done *d, struct blq_task *t)
 	return blq__handle_cancelled(d);
 }
 
-int blq_enqueue_job_handle(blq *q, const blq_job *job, blq_handle **out)
+int blq__enqueue_job_handle(blq *q, const blq_job *job, bool try_only, blq_handle **out)
 {
 	if (out != NULL)
 		*out = NULL;
@@ -124,13 +124,18 @@ int blq_enqueue_job_handle(blq *q, const blq_job *job, blq_handle **out)
 	h->q = q;
 	atomic_init(&h->refs, 2);
 
-	int rc = blq__enqueue_job_as(q, job, &h->hook, false);
+	int rc = blq__enqueue_job_as(q, job, &h->hook, try_only);
 	if (rc != 0) {
 		free(h); /* not accepted: no outcome will ever come */
 		return rc;
 	}
 	*out = h;
 	return 0;
+}
+
+int blq_enqueue_job_handle(blq *q, const blq_job *job, blq_handle **out)
+{
+	return blq__enqueue_job_handle(q, job, false, out);
 }
 
 int blq_cancel(blq_handle *h)

@@ -463,6 +463,9 @@ bool blq__handle_cancelled(const blq_done *d); /* blq_cancel was called */
 bool blq__handle_begin(const blq_done *d, struct blq_task *t);
 /* The attempt returned: unpublished. True when the item was cancelled. */
 bool blq__handle_end(const blq_done *d, struct blq_task *t);
+/* blq_enqueue_job_handle, or with try_only blq_try_enqueue_job's rules
+ * (a full queue: BLQ_EFULL); task groups stand on it (group.c). */
+int blq__enqueue_job_handle(blq *q, const blq_job *job, bool try_only, blq_handle **out);
 
 /* retry.c: a failed attempt with retries left, rc what a DLQ hears of it
  * (blq_dlq_why.rc). True when the item went somewhere (the timer, a ring,

@@ -11,6 +11,7 @@
 #include <blq/version.h>
 #include <blq/error.h>
 #include <blq/queue.h>
+#include <blq/group.h>
 #include <blq/retry.h>
 #include <blq/qos.h>
 #include <blq/schedule.h>

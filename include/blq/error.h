@@ -35,7 +35,9 @@ extern "C" {
 	XX(EDEADLK, -8, "would wait for the calling thread itself")         \
 	XX(EREFUSED, -9, "refused by the receiver")                         \
 	XX(EIO, -10, "input/output error")                                  \
-	XX(EFINISHED, -11, "the item already reached its outcome")
+	XX(EFINISHED, -11, "the item already reached its outcome")          \
+	XX(ECANCELED, -12, "cancelled")                                     \
+	XX(EBUSY, -13, "still in use")
 
 /**
  * The error codes, 0 and negative, generated from BLQ_ERRNO_MAP; each
