@@ -13,6 +13,12 @@
  * - State: PENDING, CANCELLING once blq_cancel's compare-and-swap won,
  *   DONE once the outcome is stored. A cancel of a DONE handle changes
  *   nothing and says so (BLQ_EFINISHED).
+ * - Where (blq_handle_state): set by whoever moves the item, before the
+ *   move makes it visible to the next one: the enqueue (queued, or
+ *   delayed), a worker's start (running), a retry (delayed into the
+ *   timer, or queued straight back), the timer's delivery (queued), the
+ *   outcome (ended). Only items with a hook pay for it: each place tests
+ *   it->done first, as it does for cancels.
  * - Where the cancel takes effect depends on where the item is; each
  *   place asks the handle (blq__handle_cancelled), and nothing is looked
  *   for in the rings:
@@ -48,6 +54,7 @@ struct blq_handle {
 	const blq_done *user; /* the job's own hook, or NULL */
 	blq *q;
 	_Atomic int state;
+	_Atomic int where;   /* enum blq_handle_state: blq__handle_where */
 	_Atomic int outcome; /* 0 until the item ends */
 	_Atomic int refs;
 	/* The task of the attempt that started last (a worker slot's, which
@@ -69,6 +76,7 @@ static void handle_done(void *ctx, void *payload, enum blq_outcome o)
 	if (h->user != NULL)
 		h->user->fn(h->user->ctx, payload, o);
 	atomic_store_explicit(&h->outcome, (int)o, memory_order_release);
+	atomic_store_explicit(&h->where, BLQ_HANDLE_ENDED, memory_order_release);
 	atomic_store_explicit(&h->state, DONE, memory_order_release);
 	unref(h);
 }
@@ -85,12 +93,21 @@ bool blq__handle_cancelled(const blq_done *d)
 	return h != NULL && atomic_load_explicit(&h->state, memory_order_seq_cst) == CANCELLING;
 }
 
+void blq__handle_where(const blq_done *d, int where)
+{
+	blq_handle *h = handle_of(d);
+
+	if (h != NULL)
+		atomic_store_explicit(&h->where, where, memory_order_release);
+}
+
 bool blq__handle_begin(const blq_done *d, struct blq_task *t)
 {
 	blq_handle *h = handle_of(d);
 
 	if (h == NULL)
 		return false;
+	atomic_store_explicit(&h->where, BLQ_HANDLE_RUNNING, memory_order_release);
 	atomic_store_explicit(&t->cancel_for, (uintptr_t)h, memory_order_seq_cst);
 	atomic_store_explicit(&h->task, t, memory_order_seq_cst);
 	if (atomic_load_explicit(&h->state, memory_order_seq_cst) != CANCELLING)
@@ -123,6 +140,10 @@ int blq__enqueue_job_handle(blq *q, const blq_job *job, bool try_only, blq_handl
 	h->user = job->done;
 	h->q = q;
 	atomic_init(&h->refs, 2);
+	/* Before the enqueue: a worker may start it before the call returns. */
+	atomic_init(&h->where, job->delay_ns != 0 || q->cfg.delay_interval_ns != 0
+				       ? BLQ_HANDLE_DELAYED
+				       : BLQ_HANDLE_QUEUED);
 
 	int rc = blq__enqueue_job_as(q, job, &h->hook, try_only);
 	if (rc != 0) {
@@ -155,6 +176,13 @@ int blq_cancel(blq_handle *h)
 	}
 	blq__timer_sweep_cancelled(h->q);
 	return 0;
+}
+
+enum blq_handle_state blq_handle_state(const blq_handle *h)
+{
+	return h != NULL ? (enum blq_handle_state)atomic_load_explicit(&h->where,
+								      memory_order_acquire)
+			 : 0;
 }
 
 enum blq_outcome blq_handle_outcome(const blq_handle *h)

@@ -458,6 +458,10 @@ void blq__cancelled(blq *q, blq__cell *c, const blq__item *it);
 /* handle.c: cancelling one item. Each takes the item's hook (NULL:
  * none): only a handle's counts. */
 bool blq__handle_cancelled(const blq_done *d); /* blq_cancel was called */
+/* Where a handle's item is now (enum blq_handle_state), when d is a
+ * handle's hook; else nothing. Set before the item becomes visible
+ * there, so a later move (a worker's start) is never overwritten. */
+void blq__handle_where(const blq_done *d, int where);
 /* An attempt starts on task t: published for blq_cancel. True when the
  * item was cancelled already: do not run it. */
 bool blq__handle_begin(const blq_done *d, struct blq_task *t);

@@ -60,6 +60,8 @@ bool blq__retry(blq *q, blq__worker *w, blq__item *it, int rc)
 	if (d > 0) {
 		uint64_t now = blq__now(q);
 
+		if (it->done != NULL)
+			blq__handle_where(it->done, BLQ_HANDLE_DELAYED);
 		/* The worker's own inbox first: no lock (inbox.c). */
 		if (blq__inbox_add(q, w, it, now, d) || blq__timer_add(q, it, now, d, BLQ__TRY) == 0) {
 			retried(q, w, d);
@@ -78,6 +80,8 @@ bool blq__retry(blq *q, blq__worker *w, blq__item *it, int rc)
 		d = 0;
 	}
 	retried(q, w, d);
+	if (it->done != NULL)
+		blq__handle_where(it->done, BLQ_HANDLE_QUEUED); /* straight back */
 	if (blq__push_any(q, it)) {
 		blq__ec_notify(&q->items_ec, 1);
 		return true;

@@ -320,6 +320,8 @@ static blq__ec *deliver(blq *q, blq__timed *e, uint64_t now)
 
 	if (m != NULL && m->queue_delayed != NULL)
 		m->queue_delayed(m->ctx, q->name, waited_of(e, now));
+	if (e->item.done != NULL)
+		blq__handle_where(e->item.done, BLQ_HANDLE_QUEUED);
 	if (q->engine->admit(q->engine_state, c, &e->item, BLQ__TIMER, &woken) != 0)
 		blq__abandon(q, c, &e->item); /* forced while waiting for room */
 	return woken;
@@ -587,6 +589,19 @@ out:
 	return rc;
 }
 
+/* A due item into the due ring, a handle's marked queued first (a worker
+ * may start it at once), and back to delayed if the ring was full. */
+static bool push_due(blq__ring *due, const blq__item *it)
+{
+	if (__builtin_expect(it->done == NULL, 1))
+		return blq__ring_push(due, it);
+	blq__handle_where(it->done, BLQ_HANDLE_QUEUED);
+	if (blq__ring_push(due, it))
+		return true;
+	blq__handle_where(it->done, BLQ_HANDLE_DELAYED);
+	return false;
+}
+
 void blq__timer_assist(blq *q, uint64_t now)
 {
 	blq__timer *t = &q->timer;
@@ -607,7 +622,7 @@ void blq__timer_assist(blq *q, uint64_t now)
 		 * are who make it. The rest is the thread's. */
 		const blq__timed *first;
 		while (k < BLQ__TIMER_BATCH && (first = blq__timed_set_earliest(&t->set)) != NULL &&
-		       first->due <= now && blq__ring_push(due, &first->item)) {
+		       first->due <= now && push_due(due, &first->item)) {
 			waited[k++] = waited_of(first, now);
 			origins_add(&from, first->origin);
 			blq__timed_set_pop(&t->set, NULL);

@@ -187,6 +187,49 @@ Test(cancel, a_retry_in_its_backoff_ends_at_once)
 	blq_free(q);
 }
 
+/* blq_handle_state follows the item: running (held in the gate), queued
+ * behind it, delayed an hour, waiting out a retry's backoff, ended. */
+Test(cancel, a_handle_says_where_its_item_is)
+{
+	blq_config c = cfg();
+	blq *q = must_new(&c);
+
+	blq_handle *run = enqueue_handle(q, 3, 0); /* odd: waits in the gate */
+	cr_assert(TU_WAIT_FOR(atomic_load(&gate.waiting) == 1, 2000));
+	cr_expect_eq(blq_handle_state(run), BLQ_HANDLE_RUNNING);
+	blq_handle *queued = enqueue_handle(q, 2, 0);
+	cr_expect_eq(blq_handle_state(queued), BLQ_HANDLE_QUEUED);
+	blq_handle *later = enqueue_handle(q, 4, HOUR);
+	cr_expect_eq(blq_handle_state(later), BLQ_HANDLE_DELAYED);
+	tu_gate_open(&gate);
+	cr_assert(TU_WAIT_FOR(blq_handle_outcome(queued) != 0, 2000));
+	cr_expect_eq(blq_handle_state(run), BLQ_HANDLE_ENDED);
+	cr_expect_eq(blq_handle_state(queued), BLQ_HANDLE_ENDED);
+	cr_expect_eq(blq_handle_state(later), BLQ_HANDLE_DELAYED);
+	cr_expect_eq(blq_cancel(later), 0);
+	cr_assert(TU_WAIT_FOR(blq_handle_state(later) == BLQ_HANDLE_ENDED, 2000));
+	cr_expect_eq(blq_handle_outcome(later), BLQ_OUTCOME_CANCELLED);
+	cr_expect_eq(blq_handle_state(NULL), 0);
+	blq_handle_release(run);
+	blq_handle_release(queued);
+	blq_handle_release(later);
+	cr_assert_eq(blq_close(q), 0);
+	blq_free(q);
+
+	/* A retry waiting out its backoff is delayed again. */
+	c.max_retries = 3;
+	c.retry_interval_ns = HOUR;
+	q = must_new(&c);
+	blq_handle *h = enqueue_handle(q, 50, 0);
+	cr_assert(TU_WAIT_FOR(stats(q).delayed == 1, 2000), "the retry waits in the timer");
+	cr_expect_eq(blq_handle_state(h), BLQ_HANDLE_DELAYED);
+	cr_expect_eq(blq_cancel(h), 0);
+	cr_assert(TU_WAIT_FOR(blq_handle_state(h) == BLQ_HANDLE_ENDED, 2000));
+	blq_handle_release(h);
+	cr_assert_eq(blq_close(q), 0);
+	blq_free(q);
+}
+
 /* Running: the token is raised; a failing return ends it cancelled with
  * retries left, a 0 return means it was processed after all. */
 Test(cancel, a_running_item_sees_its_token_and_the_return_value_decides)

@@ -716,6 +716,30 @@ BLQ_API int blq_enqueue_job_handle(blq *q, const blq_job *job, blq_handle **out)
  */
 BLQ_API int blq_cancel(blq_handle *h);
 
+/** Where a handle's item is (blq_handle_state). */
+enum blq_handle_state {
+	/** Waiting for a worker: in a ring, a QoS sub-queue, or a worker's
+	 * hand (taken ahead, not started). */
+	BLQ_HANDLE_QUEUED = 1,
+	/** In the timer: its delay, or its backoff before a retry. */
+	BLQ_HANDLE_DELAYED,
+	/** A worker runs an attempt of it now. */
+	BLQ_HANDLE_RUNNING,
+	/** It reached its outcome (blq_handle_outcome), its hooks returned. */
+	BLQ_HANDLE_ENDED,
+};
+
+/**
+ * Where the handle's item is now: queued, delayed (or waiting for a
+ * retry), running, or ended. A snapshot: the item may move on as the call
+ * returns. An attempt the watchdog gave up on stays RUNNING until its
+ * callback returns.
+ * \param h the handle.
+ * \return the state; 0 for NULL.
+ * \threadsafety Any thread, until blq_handle_release.
+ */
+BLQ_API enum blq_handle_state blq_handle_state(const blq_handle *h);
+
 /**
  * The handle's item's outcome.
  * \param h the handle.
