@@ -233,11 +233,12 @@ blq__lane *blq__lane_own(blq *q)
 	return lane_slow(q);
 }
 
-/* Up to n places of held's count (0: full). A refill (n above `want`,
- * its extras bound for the lane's credit) also counts itself in transit
- * in the same CAS (*transit), so that a producer finding the count full
- * knows those places will show up as credit (lanes.h, "Capacity"). */
-static uint64_t lanes_reserve(blq *q, uint64_t n, uint64_t want, bool *transit)
+/* Up to n places of held's count (0: full, *seen the word that said
+ * so). A refill (n above `want`, its extras bound for the lane's credit)
+ * also counts itself in transit and begun in the same CAS (*transit), so
+ * that a producer finding the count full knows those places will show up
+ * as credit (lanes.h, "Capacity"). */
+static uint64_t lanes_reserve(blq *q, uint64_t n, uint64_t want, bool *transit, uint64_t *seen)
 {
 	blq__lanes *ls = &q->lanes;
 	/* seq_cst: this load is also the re-check of a producer about to
@@ -248,14 +249,17 @@ static uint64_t lanes_reserve(blq *q, uint64_t n, uint64_t want, bool *transit)
 	for (;;) {
 		uint64_t held = w & BLQ__HELD_MASK;
 
-		if (held >= ls->capacity)
+		if (held >= ls->capacity) {
+			*seen = w;
 			return 0;
+		}
 		uint64_t k = ls->capacity - held < n ? ls->capacity - held : n;
-		uint64_t t = k > want ? BLQ__HELD_TRANSIT_ONE : 0;
+		uint64_t t = k > want ? BLQ__HELD_TRANSIT_ONE + BLQ__HELD_BEGUN_ONE : 0;
 
 		/* Acquire: a worker releases after its take moved the ring's
 		 * head (seq_cst), so the room this reservation counts on is
-		 * visible to our push. */
+		 * visible to our push. (A carry out of the begun count's top
+		 * bit drops: it only has to differ between two loads.) */
 		if (atomic_compare_exchange_weak_explicit(&ls->held, &w, w + k + t,
 							  memory_order_acquire, memory_order_relaxed)) {
 			*transit = t != 0;
@@ -315,13 +319,6 @@ static void keep_credit(blq *q, blq__lane *l, uint64_t k)
 		atomic_fetch_sub_explicit(&q->lanes.held, k - keep, memory_order_seq_cst);
 }
 
-/* Whether a refill's places are on their way to a lane's credit. */
-static bool in_transit(blq *q)
-{
-	return atomic_load_explicit(&q->lanes.held, memory_order_seq_cst) >=
-	       BLQ__HELD_TRANSIT_ONE;
-}
-
 uint64_t blq__lanes_admit(blq *q, blq__lane *l, uint64_t n)
 {
 	uint64_t k = l != NULL ? take_credit(&blq__lane_cell(q, l)->entered, n) : 0;
@@ -335,7 +332,8 @@ uint64_t blq__lanes_admit(blq *q, blq__lane *l, uint64_t n)
 
 	for (;;) {
 		bool transit = false;
-		uint64_t got = lanes_reserve(q, ask, want, &transit);
+		uint64_t seen;
+		uint64_t got = lanes_reserve(q, ask, want, &transit, &seen);
 
 		if (got == 0)
 			got = take_others_credit(q, want);
@@ -349,20 +347,33 @@ uint64_t blq__lanes_admit(blq *q, blq__lane *l, uint64_t n)
 							  memory_order_seq_cst);
 			return k + use;
 		}
-		/* Full, and no credit to take. A refill between its CAS and
-		 * its credit add holds places out of every count: they are
-		 * room, two instructions of that producer's away. Wait for
-		 * them (it runs again when we yield, if it shares our CPU),
-		 * for at most BLQ__TRANSIT_WAIT_NS (a thread stopped by a
-		 * debugger must not stop us), then call the queue full. */
-		if (!in_transit(q))
+		/* The count was full and we found no credit to take. Full
+		 * only if held's word did not move since the count said so
+		 * and no refill is in transit: a refill that began or landed
+		 * between our two looks (its extras now credit we looked for
+		 * too early), a place released, all move the word (the begun
+		 * count: even a release and a refill that leave count and
+		 * transit as they were). Then look again at once. */
+		uint64_t now_w = atomic_load_explicit(&q->lanes.held, memory_order_seq_cst);
+		bool moved = now_w != seen;
+
+		if (!moved && (now_w & BLQ__HELD_TRANSIT_MASK) == 0)
 			return k;
-		uint64_t now = blq__fast_ns();
+		/* A refill between its CAS and its credit add holds places
+		 * out of every count: they are room, two instructions of that
+		 * producer's away. Wait for them (it runs again when we
+		 * yield, if it shares our CPU), and look again; for at most
+		 * BLQ__TRANSIT_WAIT_NS in all (a thread stopped by a debugger
+		 * must not stop us, nor others winning every place freed
+		 * keep us looking), then call the queue full. */
+		uint64_t t = blq__fast_ns();
 
 		if (waited_from == 0)
-			waited_from = now;
-		else if (now - waited_from > BLQ__TRANSIT_WAIT_NS)
+			waited_from = t;
+		else if (t - waited_from > BLQ__TRANSIT_WAIT_NS)
 			return k;
+		if (moved)
+			continue;
 		sched_yield();
 	}
 }

@@ -34,12 +34,16 @@
  * in held (a CAS) and then added to the lane's credit, and a producer
  * preempted between the two holds up to BLQ__LANE_CREDIT - 1 places out
  * of every count meanwhile. So the refill's CAS also counts it in
- * transit (held's word, above BLQ__HELD_MASK), and it counts itself out
- * after the credit add; a producer that finds the count full and no
- * credit to take waits while a refill is in transit (yielding, for at
- * most BLQ__TRANSIT_WAIT_NS), then takes the credit it made
- * (docs/model-check.md, "Credit": the SPIN model found the gap and
- * checks the fix). A thread without a lane takes credit as an owner
+ * transit and begun (held's word, above BLQ__HELD_MASK), and it counts
+ * itself out of transit after the credit add. A producer that finds the
+ * count full and no credit to take loads the word again: moved since the
+ * count said full (a refill began or landed between its looks, a place
+ * was freed), it looks again at once; a refill in transit, it waits
+ * (yielding) and looks again; for at most BLQ__TRANSIT_WAIT_NS in all.
+ * Only a word that stayed put with nothing in transit means full
+ * (docs/model-check.md, "Credit": the SPIN model found both gaps, the
+ * transit and a refill landing between a thief's two looks, and checks
+ * the fix). A thread without a lane takes credit as an owner
  * does. The credit sits in the low
  * bits of the owner's counter cell's `entered` (internal.h), so the one
  * locked add that counts a single enqueue in also takes its place
@@ -87,11 +91,15 @@
 /* Places a lane's owner reserves in `held` at once: the shared count's
  * line moves once per this many items instead of once per item. */
 #define BLQ__LANE_CREDIT 32u
-/* held's word: the places reserved in its low bits, the refills in
- * transit (reserved, not yet in a lane's credit) from this bit up.
- * Capacity is at most 2^30 (engine.h), so the count never reaches it. */
-#define BLQ__HELD_TRANSIT_ONE (1ull << 48)
+/* held's word: the places reserved in bits 0-31 (capacity is at most
+ * 2^30, engine.h), the refills in transit (reserved, not yet in a lane's
+ * credit; at most one per lane) in bits 32-39, and the refills begun in
+ * bits 40-63 (wrapping: it only has to move between two loads of a
+ * producer that finds the queue full, lanes.c). */
+#define BLQ__HELD_TRANSIT_ONE (1ull << 32)
+#define BLQ__HELD_BEGUN_ONE (1ull << 40)
 #define BLQ__HELD_MASK (BLQ__HELD_TRANSIT_ONE - 1)
+#define BLQ__HELD_TRANSIT_MASK (BLQ__HELD_BEGUN_ONE - BLQ__HELD_TRANSIT_ONE)
 /* How long a producer that found the queue full waits for a refill in
  * transit to land: a preempted thread runs again within a scheduler
  * slice or two (a few ms); one stopped longer (a debugger) does not
