@@ -29,7 +29,8 @@ static int build_dump_io(demo_stage *s, const demo_env *env, const blq_dump_metr
 		w->dir = env->dump_dir;
 		blq_dump_fs_config fc = {.directory = env->dump_dir, .file_mask = w->mask,
 					 .match = w->match, .version = 1, .name = s->key,
-					 .metrics = dw, .logger = s->logger};
+					 .metrics = dw, .logger = s->logger,
+					 .write_buffer = (size_t)s->spec.dump.buffer};
 		s->writer = blq_dump_fs_writer_new(&fc, &e);
 		if (s->writer != NULL && s->spec.has_restore)
 			s->reader = blq_dump_fs_reader_new(&fc, &e);

@@ -387,20 +387,40 @@ typedef struct blq_dump_fs_config {
 	/** Reader: logger for quarantine reports; optional: when off, the
 	 * reader logs through its restorer's logger (blq_dump_reader_host). */
 	blq_logger logger;
+	/** Writer: its write size (the original's fs.Writer Buffer): a file
+	 * goes to disk in write(2) calls of at most this many bytes, the
+	 * header with the first records, then the batch a slice at a time.
+	 * The batch is already one block of memory, so the writer allocates
+	 * and copies nothing for it: this bounds the size of one system call
+	 * (and of one slice of I/O the file system sees), not memory. The
+	 * file, its fsync and its rename are the same whatever the size.
+	 * 0 (the default): the header and the whole batch in one writev, as
+	 * before this field existed. Otherwise BLQ_DUMP_FS_WRITE_BUFFER_MIN..
+	 * BLQ_DUMP_FS_WRITE_BUFFER_MAX bytes; blq_dump_fs_writer_new refuses
+	 * other values with BLQ_EINVAL ("write_buffer: ..."). Ignored by the
+	 * reader. */
+	size_t write_buffer;
 } blq_dump_fs_config;
+
+
+/** The smallest blq_dump_fs_config.write_buffer other than 0 (bytes). */
+#define BLQ_DUMP_FS_WRITE_BUFFER_MIN 512u
+/** The largest blq_dump_fs_config.write_buffer (bytes): 1 GiB, a batch's
+ * largest capacity. */
+#define BLQ_DUMP_FS_WRITE_BUFFER_MAX (1u << 30)
 
 /**
  * A writer of one file per batch: a 16-byte header then the batch's
  * records, written to a hidden temporary name in the directory, fsync'd,
  * renamed (never over an existing file) and the directory fsync'd, so a
  * reader never sees a partial file.
- * \param cfg the directory, file_mask and match; only read during the
- *        call.
+ * \param cfg the directory, file_mask, match and write_buffer; only read
+ *        during the call.
  * \param[out] err optional; on failure receives the code and a message.
  * \return the writer, or NULL with BLQ_EINVAL (\p cfg NULL, a missing,
  *         non-directory or unwritable directory, an empty or bad file_mask,
- *         names that would not match match; the message names the field
- *         and the path) or BLQ_ENOMEM in \p err. The caller owns it: free
+ *         names that would not match match, a write_buffer out of its
+ *         range; the message names the field and the path or value) or BLQ_ENOMEM in \p err. The caller owns it: free
  *         it with blq_dump_writer_free after the dumps using it were freed.
  * \threadsafety The constructor: any thread. The writer: one thread at a
  * time (its dump's flush thread).
