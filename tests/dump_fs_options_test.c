@@ -1,6 +1,7 @@
 /*
  * The fs dump's options (issue 34, item 9): the writer's write_buffer
- * (the size of its writes).
+ * (the size of its writes) and the reader's archive directory and finished
+ * hook (what becomes of a file once every record reached its outcome).
  * Files are made by the real fs writer behind a real dump and consumed by
  * the real fs reader behind a real restorer into a queue with one worker,
  * so the order of the items is the order of the records.
@@ -234,3 +235,282 @@ Test(fs_options, write_buffer_out_of_range_is_refused)
 	du_rmrf(dir);
 }
 
+/* ---- archive and finished hook -------------------------------------- */
+
+#define FILES_MAX 64
+typedef struct snapshot {
+	size_t n;
+	char name[FILES_MAX][256];
+	unsigned char *bytes[FILES_MAX];
+	size_t len[FILES_MAX];
+} snapshot;
+
+static unsigned char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (f == NULL)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	unsigned char *b = malloc(n > 0 ? (size_t)n : 1);
+	*len = b != NULL ? fread(b, 1, (size_t)n, f) : 0;
+	fclose(f);
+	return b;
+}
+
+/* The dump files in dir, names and bytes. */
+static void snap(const char *dir, snapshot *s)
+{
+	char p[512];
+	glob_t g;
+
+	s->n = 0;
+	snprintf(p, sizeof(p), "%s/*.bin", dir);
+	if (glob(p, 0, NULL, &g) == 0)
+		for (size_t i = 0; i < g.gl_pathc && s->n < FILES_MAX; i++, s->n++) {
+			snprintf(s->name[s->n], 256, "%s", strrchr(g.gl_pathv[i], '/') + 1);
+			s->bytes[s->n] = slurp(g.gl_pathv[i], &s->len[s->n]);
+		}
+	globfree(&g);
+}
+
+static void snap_free(snapshot *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->bytes[i]);
+}
+
+/* Each file of s is in dir under its name, byte for byte. */
+static void expect_files(const snapshot *s, const char *dir)
+{
+	char p[512];
+
+	cr_expect_eq(du_count(dir, "*.bin"), s->n, "%s: %zu files, want %zu", dir,
+		     du_count(dir, "*.bin"), s->n);
+	for (size_t i = 0; i < s->n; i++) {
+		size_t len = 0;
+		snprintf(p, sizeof(p), "%s/%s", dir, s->name[i]);
+		unsigned char *b = slurp(p, &len);
+		cr_expect_not_null(b, "%s: missing", p);
+		cr_expect(b != NULL && len == s->len[i] && memcmp(b, s->bytes[i], len) == 0,
+			  "%s: %zu bytes, not the %zu written", p, len, s->len[i]);
+		free(b);
+	}
+}
+
+/* 600 items in about 10 files: archived whole, nothing deleted, each item
+ * once, in order. */
+Test(fs_options, finished_files_are_archived_intact)
+{
+	char *dir = du_tmpdir("arch"), arch[256];
+	uint64_t calls;
+	snapshot s;
+
+	snprintf(arch, sizeof(arch), "%s/archive", dir);
+	dump_ids(dir, 600, 10 << 10, 0, &calls);
+	snap(dir, &s);
+	cr_assert_geq(s.n, 5);
+	blq_dump_fs_config fc = {.directory = dir, .archive = arch};
+	struct blq_restorer_stats st = restore_all(&fc, s.n);
+	cr_expect_eq(st.done, 600);
+	cr_expect_eq(st.read_errors, 0);
+	expect_exactly_once_in_order(600);
+	cr_expect_eq(du_count(dir, "*.bin"), 0, "finished files left in the directory");
+	cr_expect_eq(du_count(dir, ".*.ckpt"), 0, "checkpoints left in the directory");
+	cr_expect_eq(du_count(arch, ".*.ckpt"), 0, "checkpoints in the archive");
+	expect_files(&s, arch);
+	snap_free(&s);
+	du_rmrf(dir);
+}
+
+/* A restorer closed midway, another started on the same directory: every
+ * item once (the done marks of a released file hold), every file archived
+ * whole, and the archived ones are not read again. */
+Test(fs_options, archive_across_a_restart_restores_nothing_twice)
+{
+	char *dir = du_tmpdir("archrs"), arch[256];
+	uint64_t calls;
+	snapshot s;
+
+	snprintf(arch, sizeof(arch), "%s/archive", dir);
+	dump_ids(dir, 800, 5 << 10, 0, &calls);
+	snap(dir, &s);
+	cr_assert_geq(s.n, 8);
+	blq_dump_fs_config fc = {.directory = dir, .archive = arch};
+
+	atomic_store(&slow_us, 500); /* 800 items: 0.4 s at least */
+	blq *q = target();
+	blq_dump_reader *rd = reader(&fc);
+	blq_restorer *r = restorer(rd, q);
+	cr_assert(TU_WAIT_FOR(rstats(r).dumps >= 2, 20000));
+	blq_restorer_free(r); /* closes: commits what reached its outcome, releases the rest */
+	blq_free(q);
+	blq_dump_reader_free(rd);
+	size_t first = atomic_load(&n_order), archived = du_count(arch, "*.bin");
+	cr_expect(first < 800 && archived < s.n, "the first restorer finished everything (%zu)",
+		  first);
+	cr_expect_eq(du_count(dir, "*.bin") + archived, s.n, "a file was deleted");
+
+	atomic_store(&slow_us, 0);
+	struct blq_restorer_stats st = restore_all(&fc, s.n - archived);
+	cr_expect_eq(st.read_errors, 0);
+	expect_exactly_once_in_order(800);
+	cr_expect_eq(du_count(dir, "*.bin"), 0);
+	expect_files(&s, arch);
+	snap_free(&s);
+	du_rmrf(dir);
+}
+
+typedef struct hook_state {
+	pthread_mutex_t mu;
+	unsigned calls;
+	unsigned fail;   /* calls to fail with BLQ_EIO first */
+	bool leave;      /* return 0 and leave the file where it is */
+	char keep[256];  /* move even calls' files here; odd ones: BLQ_DUMP_FS_DELETE */
+	char last[512];
+} hook_state;
+
+static int hook(void *ctx, const char *path, blq_error *err)
+{
+	hook_state *h = ctx;
+	char to[600];
+	int rc = 0;
+
+	pthread_mutex_lock(&h->mu);
+	unsigned k = h->calls++;
+	snprintf(h->last, sizeof(h->last), "%s", path);
+	if (k < h->fail) {
+		snprintf(err->msg, sizeof(err->msg), "the archive service is down");
+		rc = BLQ_EIO;
+	} else if (h->leave) {
+		rc = 0;
+	} else if (k % 2 == 0) {
+		snprintf(to, sizeof(to), "%s/%s", h->keep, strrchr(path, '/') + 1);
+		rc = rename(path, to) == 0 ? 0 : BLQ_EIO;
+	} else {
+		rc = BLQ_DUMP_FS_DELETE;
+	}
+	pthread_mutex_unlock(&h->mu);
+	return rc;
+}
+
+/* The hook decides: even files moved to its own directory, odd ones
+ * deleted by the reader at its word; nothing restored twice. */
+Test(fs_options, finished_hook_decides)
+{
+	char *dir = du_tmpdir("hook");
+	hook_state h = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	uint64_t calls;
+	snapshot s;
+
+	snprintf(h.keep, sizeof(h.keep), "%s/kept", dir);
+	cr_assert_eq(mkdir(h.keep, 0755), 0);
+	dump_ids(dir, 300, 5 << 10, 0, &calls);
+	snap(dir, &s);
+	cr_assert_geq(s.n, 4);
+	blq_dump_fs_config fc = {.directory = dir, .finished = hook, .finished_ctx = &h};
+	struct blq_restorer_stats st = restore_all(&fc, s.n);
+	cr_expect_eq(st.read_errors, 0);
+	expect_exactly_once_in_order(300);
+	cr_expect_eq(h.calls, s.n);
+	cr_expect_eq(du_count(dir, "*.bin"), 0);
+	cr_expect_eq(du_count(dir, ".*.ckpt"), 0);
+	cr_expect_eq(du_count(h.keep, "*.bin"), (s.n + 1) / 2);
+	snap_free(&s);
+	du_rmrf(dir);
+}
+
+/* A hook that fails (or returns 0 and leaves the file): the commit fails,
+ * logged and counted, the file stays with its records done; the hook is
+ * called again, and once it takes the file it is gone; no item twice,
+ * across a restart too. */
+Test(fs_options, a_failing_finished_hook_keeps_the_file)
+{
+	char *dir = du_tmpdir("hookf");
+	hook_state h = {.mu = PTHREAD_MUTEX_INITIALIZER, .fail = 2};
+	uint64_t calls;
+
+	snprintf(h.keep, sizeof(h.keep), "%s/kept", dir);
+	cr_assert_eq(mkdir(h.keep, 0755), 0);
+	dump_ids(dir, 50, 1 << 20, 0, &calls);
+	cr_assert_eq(du_count(dir, "*.bin"), 1);
+	blq_dump_fs_config fc = {.directory = dir, .finished = hook, .finished_ctx = &h};
+	blq *q = target();
+	blq_dump_reader *rd = reader(&fc);
+	blq_restorer *r = restorer(rd, q);
+	cr_assert(TU_WAIT_FOR(rstats(r).dumps == 1, 20000), "the hook never took the file");
+	struct blq_restorer_stats st = rstats(r);
+	cr_expect_geq(st.read_errors, 1, "the failed hook was not counted");
+	cr_expect_eq(h.calls, 3, "hook calls: %u (two failures, then it took the file)", h.calls);
+	blq_restorer_free(r);
+	blq_free(q);
+	blq_dump_reader_free(rd);
+	expect_exactly_once_in_order(50);
+	cr_expect_eq(du_count(dir, "*.bin"), 0);
+	cr_expect_eq(du_count(h.keep, "*.bin"), 1);
+
+	/* Returns 0, leaves the file: refused; after a restart the records
+	 * are done (not restored again) and a deleting hook ends it. */
+	init();
+	h.calls = 0;
+	h.fail = 0;
+	h.leave = true;
+	dump_ids(dir, 40, 1 << 20, 0, &calls);
+	q = target();
+	rd = reader(&fc);
+	r = restorer(rd, q);
+	cr_assert(TU_WAIT_FOR(rstats(r).done == 40 && rstats(r).read_errors >= 1, 20000));
+	cr_expect_eq(rstats(r).dumps, 0);
+	blq_restorer_free(r);
+	blq_free(q);
+	blq_dump_reader_free(rd);
+	cr_expect_eq(du_count(dir, "*.bin"), 1, "the file left in place went");
+	h.leave = false;
+	h.calls = 1; /* odd: BLQ_DUMP_FS_DELETE */
+	struct blq_restorer_stats st2 = restore_all(&fc, 1);
+	cr_expect_eq(st2.records, 0, "records restored again after the restart: %llu",
+		     (unsigned long long)st2.records);
+	expect_exactly_once_in_order(40);
+	cr_expect_eq(du_count(dir, "*.bin"), 0);
+	cr_expect_eq(du_count(dir, ".*.ckpt"), 0);
+	du_rmrf(dir);
+}
+
+Test(fs_options, bad_archive_or_hook_config_is_refused)
+{
+	char *dir = du_tmpdir("archbad"), file[256];
+	blq_error err = {0, ""};
+	int ctx;
+
+	blq_dump_fs_config same = {.directory = dir, .archive = dir};
+	cr_expect_null(blq_dump_fs_reader_new(&same, &err));
+	cr_expect(err.code == BLQ_EINVAL && strstr(err.msg, "archive") != NULL, "%s", err.msg);
+
+	snprintf(file, sizeof(file), "%s/plain", dir);
+	const char *names[] = {"plain"};
+	cr_assert(du_touch(dir, names, 1));
+	blq_dump_fs_config notdir = {.directory = dir, .archive = file};
+	cr_expect_null(blq_dump_fs_reader_new(&notdir, &err));
+	cr_expect(err.code == BLQ_EINVAL && strstr(err.msg, "archive") != NULL, "%s", err.msg);
+
+	blq_dump_fs_config ctx_only = {.directory = dir, .finished_ctx = &ctx};
+	cr_expect_null(blq_dump_fs_reader_new(&ctx_only, &err));
+	cr_expect(err.code == BLQ_EINVAL && strstr(err.msg, "finished_ctx") != NULL, "%s",
+		  err.msg);
+
+	/* Another file system: /dev/shm (tmpfs) where /tmp is not. */
+	struct stat a, b;
+	char *other = mkdtemp((char[]){"/dev/shm/blq-arch-XXXXXX"});
+	if (other != NULL && stat(other, &a) == 0 && stat(dir, &b) == 0 && a.st_dev != b.st_dev) {
+		blq_dump_fs_config cross = {.directory = dir, .archive = other};
+		cr_expect_null(blq_dump_fs_reader_new(&cross, &err));
+		cr_expect(err.code == BLQ_EINVAL && strstr(err.msg, "another file system") != NULL,
+			  "%s", err.msg);
+	} else {
+		cr_log_warn("no second file system beside /tmp: the cross-device check is not run");
+	}
+	if (other != NULL)
+		rmdir(other);
+	du_rmrf(dir);
+}
