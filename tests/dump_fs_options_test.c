@@ -126,21 +126,10 @@ static blq_dump_reader *reader(const blq_dump_fs_config *fc)
 static blq_restorer *restorer(blq_dump_reader *rd, blq *q)
 {
 	blq_error err;
-	blq_restorer_config rc = {.reader = rd, .decoder = blq_dump_bytes_decoder(), .target = q,
-				  .item_free = free, .check_interval_ns = 2000000,
-				  .postpone_interval_ns = 500000, .max_in_flight = 64};
-	blq_restorer *r = blq_restorer_new(&rc, &err);
+	blq_restorer *r = du_restorer(rd, q, 64, 0, &err);
 
 	cr_assert_not_null(r, "%s", err.msg);
 	return r;
-}
-
-static struct blq_restorer_stats rstats(blq_restorer *r)
-{
-	struct blq_restorer_stats s;
-
-	blq_restorer_stats(r, &s);
-	return s;
 }
 
 /* Every id in [0, n) seen exactly once, in order, with its bytes. */
@@ -166,9 +155,9 @@ static struct blq_restorer_stats restore_all(blq_dump_fs_config *fc, uint64_t du
 	blq_dump_reader *rd = reader(fc);
 	blq_restorer *r = restorer(rd, q);
 
-	cr_assert(TU_WAIT_FOR(rstats(r).dumps == dumps, 20000), "dumps restored: %llu of %llu",
-		  (unsigned long long)rstats(r).dumps, (unsigned long long)dumps);
-	struct blq_restorer_stats s = rstats(r);
+	cr_assert(TU_WAIT_FOR(du_rstats(r).dumps == dumps, 20000), "dumps restored: %llu of %llu",
+		  (unsigned long long)du_rstats(r).dumps, (unsigned long long)dumps);
+	struct blq_restorer_stats s = du_rstats(r);
 	blq_restorer_free(r);
 	blq_free(q);
 	blq_dump_reader_free(rd);
@@ -299,18 +288,28 @@ static void expect_files(const snapshot *s, const char *dir)
 	}
 }
 
+/* Dumps n items into a fresh directory in batches of `batch` bytes, at
+ * least min_files files, snapshots them; *arch is DIR/archive. */
+static char *archive_setup(const char *tag, uint64_t n, size_t batch, size_t min_files,
+			   char *arch, snapshot *s)
+{
+	char *dir = du_tmpdir(tag);
+	uint64_t calls;
+
+	snprintf(arch, 256, "%s/archive", dir);
+	dump_ids(dir, n, batch, 0, &calls);
+	snap(dir, s);
+	cr_assert_geq(s->n, min_files);
+	return dir;
+}
+
 /* 600 items in about 10 files: archived whole, nothing deleted, each item
  * once, in order. */
 Test(fs_options, finished_files_are_archived_intact)
 {
-	char *dir = du_tmpdir("arch"), arch[256];
-	uint64_t calls;
+	char arch[256];
 	snapshot s;
-
-	snprintf(arch, sizeof(arch), "%s/archive", dir);
-	dump_ids(dir, 600, 10 << 10, 0, &calls);
-	snap(dir, &s);
-	cr_assert_geq(s.n, 5);
+	char *dir = archive_setup("arch", 600, 10 << 10, 5, arch, &s);
 	blq_dump_fs_config fc = {.directory = dir, .archive = arch};
 	struct blq_restorer_stats st = restore_all(&fc, s.n);
 	cr_expect_eq(st.done, 600);
@@ -329,21 +328,16 @@ Test(fs_options, finished_files_are_archived_intact)
  * whole, and the archived ones are not read again. */
 Test(fs_options, archive_across_a_restart_restores_nothing_twice)
 {
-	char *dir = du_tmpdir("archrs"), arch[256];
-	uint64_t calls;
+	char arch[256];
 	snapshot s;
-
-	snprintf(arch, sizeof(arch), "%s/archive", dir);
-	dump_ids(dir, 800, 5 << 10, 0, &calls);
-	snap(dir, &s);
-	cr_assert_geq(s.n, 8);
+	char *dir = archive_setup("archrs", 800, 5 << 10, 8, arch, &s);
 	blq_dump_fs_config fc = {.directory = dir, .archive = arch};
 
 	atomic_store(&slow_us, 500); /* 800 items: 0.4 s at least */
 	blq *q = target();
 	blq_dump_reader *rd = reader(&fc);
 	blq_restorer *r = restorer(rd, q);
-	cr_assert(TU_WAIT_FOR(rstats(r).dumps >= 2, 20000));
+	cr_assert(TU_WAIT_FOR(du_rstats(r).dumps >= 2, 20000));
 	blq_restorer_free(r); /* closes: commits what reached its outcome, releases the rest */
 	blq_free(q);
 	blq_dump_reader_free(rd);
@@ -439,8 +433,8 @@ Test(fs_options, a_failing_finished_hook_keeps_the_file)
 	blq *q = target();
 	blq_dump_reader *rd = reader(&fc);
 	blq_restorer *r = restorer(rd, q);
-	cr_assert(TU_WAIT_FOR(rstats(r).dumps == 1, 20000), "the hook never took the file");
-	struct blq_restorer_stats st = rstats(r);
+	cr_assert(TU_WAIT_FOR(du_rstats(r).dumps == 1, 20000), "the hook never took the file");
+	struct blq_restorer_stats st = du_rstats(r);
 	cr_expect_geq(st.read_errors, 1, "the failed hook was not counted");
 	cr_expect_eq(h.calls, 3, "hook calls: %u (two failures, then it took the file)", h.calls);
 	blq_restorer_free(r);
@@ -460,8 +454,8 @@ Test(fs_options, a_failing_finished_hook_keeps_the_file)
 	q = target();
 	rd = reader(&fc);
 	r = restorer(rd, q);
-	cr_assert(TU_WAIT_FOR(rstats(r).done == 40 && rstats(r).read_errors >= 1, 20000));
-	cr_expect_eq(rstats(r).dumps, 0);
+	cr_assert(TU_WAIT_FOR(du_rstats(r).done == 40 && du_rstats(r).read_errors >= 1, 20000));
+	cr_expect_eq(du_rstats(r).dumps, 0);
 	blq_restorer_free(r);
 	blq_free(q);
 	blq_dump_reader_free(rd);

@@ -54,7 +54,7 @@ print(int(n))' "$1"
 D=$E2E_SRC/demo/deploy
 grace=$(sed -n 's/^ *stop_grace_period: *//p' "$D/docker-compose.yml")
 drain=$(grep -o '"--drain-timeout", *"[^"]*"' "$D/docker-compose.yml" | sed 's/.*"\([^"]*\)"$/\1/')
-[ -n "$grace" ] && [ -n "$drain" ] || fail "docker-compose.yml: no stop_grace_period or --drain-timeout"
+{ [ -n "$grace" ] && [ -n "$drain" ]; } || fail "docker-compose.yml: no stop_grace_period or --drain-timeout"
 (( $(secs "$drain") > 0 && $(secs "$drain") < $(secs "$grace") )) ||
 	fail "docker-compose.yml: --drain-timeout $drain is not shorter than stop_grace_period $grace"
 ddrain=$(tr -d '\\\n' <"$D/Dockerfile" | grep -o '"--drain-timeout", *"[^"]*"' | sed 's/.*"\([^"]*\)"$/\1/')
@@ -84,16 +84,29 @@ final() {
 	sed -n "s/.*queue $1: stopped[^:]*: //p" "$DAEMON_ERR"
 }
 
+# start_key KEY FILE WHAT READY [daemon options]: a daemon with the options,
+# KEY made from the init body FILE, until its status passes READY (jq).
+start_key() {
+	local key=$1 file=$2 what=$3 ready=$4
+	shift 4
+	demo_start "$@"
+	init "$key" "$file"
+	expect 200 '' "init $key ($what)"
+	wait_status 10 "$key: $ready" "$key" "$ready"
+}
+
+# balanced LINE: a final accounting that adds up, nothing left queued.
+balanced() {
+	jqtrue "$1" '.balanced and .in == .processed + .failed + .leaked + .expired + .lost + .cancelled and .size == 0'
+}
+
 # 200 ms tasks, 2 workers, a full queue of 500: a 50 s drain. The margin
 # (2 s deadline, exit by 6 s) covers a sanitizer build's slower exit.
 cat >"$E2E_TMP/slow.json" <<'EOF'
 {"capacity": 500, "workers_min": 2, "workers_max": 2, "worker_delay": 200000000,
  "heartbeat": 100000000, "producers_min": 4, "producers_max": 4, "producer_delay": 1000000}
 EOF
-demo_start --drain-timeout 2s
-init slow "$E2E_TMP/slow.json"
-expect 200 '' "init slow (no DLQ; a 50 s drain)"
-wait_status 10 "slow is full" slow '.queue.size >= 490'
+start_key slow "$E2E_TMP/slow.json" "no DLQ; a 50 s drain" '.queue.size >= 490' --drain-timeout 2s
 term_timed 3 1900 6000 "no DLQ: SIGTERM with --drain-timeout 2s"
 grep -q 'draining every queue for at most 2.000 s' "$DAEMON_ERR" || fail "no 'for at most 2.000 s' line"
 grep -q 'stopped (drain deadline passed: forced); accounting balanced for every queue' "$DAEMON_ERR" ||
@@ -101,8 +114,7 @@ grep -q 'stopped (drain deadline passed: forced); accounting balanced for every 
 line=$(final slow)
 grep -q 'queue slow: stopped (drain deadline passed, forced)' "$DAEMON_ERR" ||
 	fail "slow's stop line does not say the deadline forced it"
-jqtrue "$line" '.balanced and .in == .processed + .failed + .leaked + .expired + .lost + .cancelled and .size == 0' ||
-	fail "slow: accounting does not add up: $line"
+balanced "$line" || fail "slow: accounting does not add up: $line"
 jqtrue "$line" '.lost >= 400 and .leaked == 0 and .processed >= 1' ||
 	fail "slow: the queued items are not counted lost (Hard close without a DLQ): $line"
 ok "no DLQ: balanced, $(jq -c '{in, processed, lost, cancelled}' <<<"$line")"
@@ -113,14 +125,11 @@ check_stderr
 rm -rf "$E2E_DUMP"
 jq '. + {"allow_leak": true, "dump": {"capacity": 1048576, "flush": 30000000000}}' \
 	"$E2E_TMP/slow.json" >"$E2E_TMP/slowdump.json"
-demo_start --drain-timeout 2s
-init slowdump "$E2E_TMP/slowdump.json"
-expect 200 '' "init slowdump (a dump as the DLQ)"
-wait_status 10 "slowdump is full and leaking" slowdump '.queue.size >= 490 and .dump.in > 0'
+start_key slowdump "$E2E_TMP/slowdump.json" "a dump as the DLQ" '.queue.size >= 490 and .dump.in > 0' \
+	--drain-timeout 2s
 term_timed 3 1900 6000 "dump DLQ: SIGTERM with --drain-timeout 2s"
 line=$(final slowdump)
-jqtrue "$line" '.balanced and .in == .processed + .failed + .leaked + .expired + .lost + .cancelled and .size == 0' ||
-	fail "slowdump: accounting does not add up: $line"
+balanced "$line" || fail "slowdump: accounting does not add up: $line"
 jqtrue "$line" '.lost == 0 and .leaked >= 490 and .dump.in == .leaked and .dump.written == .dump.in and .dump.dropped == 0' ||
 	fail "slowdump: the queued items did not leak into the dump and get written: $line"
 compgen -G "$E2E_DUMP/slowdump.*.bin" >/dev/null || fail "slowdump: no dump file after exit"
@@ -132,10 +141,7 @@ cat >"$E2E_TMP/fast.json" <<'EOF'
 {"capacity": 1000, "workers_min": 2, "workers_max": 2, "worker_delay": 1000000,
  "heartbeat": 100000000, "producers_min": 2, "producers_max": 2, "producer_delay": 1000000}
 EOF
-demo_start --drain-timeout 20s
-init fast "$E2E_TMP/fast.json"
-expect 200 '' "init fast"
-wait_status 10 "fast runs" fast '.queue.in > 100'
+start_key fast "$E2E_TMP/fast.json" "a short drain" '.queue.in > 100' --drain-timeout 20s
 term_timed 0 0 15000 "a drain within --drain-timeout 20s"
 grep -q 'stopped; accounting balanced for every queue' "$DAEMON_ERR" || fail "fast: no 'stopped; ... balanced'"
 jqtrue "$(final fast)" '.balanced and .lost == 0 and .in == .processed' ||
