@@ -181,7 +181,7 @@ Test(fs_options, write_buffer_small_and_large_round_trip)
 		char *dir = du_tmpdir("wbuf");
 		bytes = dump_ids(dir, n, 64 << 10, sizes[k], &calls[k]);
 		size_t files = du_count(dir, "*.bin");
-		cr_assert_geq(files, 4, "write_buffer %zu: %zu files", sizes[k], files);
+		cr_assert(files >= 4, "write_buffer %zu: %zu files", sizes[k], files);
 		if (sizes[k] == BLQ_DUMP_FS_WRITE_BUFFER_MIN)
 			cr_expect_geq(calls[k], (bytes + files * 16) / sizes[k],
 				      "write_buffer %zu: %llu write calls for %zu bytes", sizes[k],
@@ -196,9 +196,9 @@ Test(fs_options, write_buffer_small_and_large_round_trip)
 		du_rmrf(dir);
 	}
 	/* A file a slice at a time: many more calls than one per file. */
-	cr_expect_gt(calls[0], 4 * calls[2], "write_buffer 512: %llu calls, 0: %llu",
+	cr_expect(calls[0] > 4 * calls[2], "write_buffer 512: %llu calls, 0: %llu",
 		     (unsigned long long)calls[0], (unsigned long long)calls[2]);
-	cr_expect_lt(calls[1], calls[0]);
+	cr_expect(calls[1] < calls[0]);
 }
 
 Test(fs_options, write_buffer_out_of_range_is_refused)
@@ -299,7 +299,7 @@ static char *archive_setup(const char *tag, uint64_t n, size_t batch, size_t min
 	snprintf(arch, 256, "%s/archive", dir);
 	dump_ids(dir, n, batch, 0, &calls);
 	snap(dir, s);
-	cr_assert_geq(s->n, min_files);
+	cr_assert(s->n >= min_files);
 	return dir;
 }
 
@@ -402,7 +402,7 @@ Test(fs_options, finished_hook_decides)
 	cr_assert_eq(mkdir(h.keep, 0755), 0);
 	dump_ids(dir, 300, 5 << 10, 0, &calls);
 	snap(dir, &s);
-	cr_assert_geq(s.n, 4);
+	cr_assert(s.n >= 4);
 	blq_dump_fs_config fc = {.directory = dir, .finished = hook, .finished_ctx = &h};
 	struct blq_restorer_stats st = restore_all(&fc, s.n);
 	cr_expect_eq(st.read_errors, 0);
@@ -436,8 +436,8 @@ Test(fs_options, a_failing_finished_hook_keeps_the_file)
 	cr_assert(TU_WAIT_FOR(du_rstats(r).dumps == 1, 20000), "the hook never took the file");
 	struct blq_restorer_stats st = du_rstats(r);
 	cr_expect_geq(st.read_errors, 1, "the failed hook was not counted");
+	blq_restorer_free(r); /* joins the restorer's thread: h is ours again */
 	cr_expect_eq(h.calls, 3, "hook calls: %u (two failures, then it took the file)", h.calls);
-	blq_restorer_free(r);
 	blq_free(q);
 	blq_dump_reader_free(rd);
 	expect_exactly_once_in_order(50);
@@ -502,7 +502,7 @@ Test(fs_options, bad_archive_or_hook_config_is_refused)
 		cr_expect(err.code == BLQ_EINVAL && strstr(err.msg, "another file system") != NULL,
 			  "%s", err.msg);
 	} else {
-		cr_log_warn("no second file system beside /tmp: the cross-device check is not run");
+		fprintf(stderr, "no second file system beside /tmp: the cross-device check is not run\n");
 	}
 	if (other != NULL)
 		rmdir(other);
