@@ -169,6 +169,9 @@ static int with_port(const char *what, const char *addr, long port, char *buf, s
 /* --drain-timeout: "0" or a blq_parse_duration text up to 24 h, into
  * *ns (0: no deadline). Returns -1 after a message naming the flag. */
 #define DRAIN_TIMEOUT_MAX_NS (24ull * 3600 * 1000000000)
+/* After the deadline, how long the queues' own timed closes have before
+ * the main thread forces whatever still runs. */
+#define DRAIN_BACKSTOP_NS 100000000ull
 static int parse_drain_timeout(const char *s, uint64_t *ns)
 {
 	blq_error e = {0};
@@ -355,16 +358,17 @@ int main(int argc, char **argv)
 	} else {
 		/* Listen for a second signal and watch the deadline until the
 		 * drain is done; once forced, only the join is left to wait
-		 * for. Each queue's close has the deadline too
-		 * (blq_close_timeout); forcing here as well cuts what runs
-		 * around those closes (a restorer waiting for its items). */
+		 * for. Each queue's close has the deadline itself
+		 * (blq_close_timeout turns Hard at it); forcing here, a little
+		 * later so as not to race those closes, cuts what runs around
+		 * them (a restorer waiting for its items in a queue). */
 		struct timespec tick = {.tv_sec = 0, .tv_nsec = 50000000};
 		while (!forced && !late && !atomic_load(&d.done)) {
 			if (sigtimedwait(&sigs, NULL, &tick) > 0) {
 				fprintf(stderr, "blq-demo: second signal: forcing the close\n");
 				demo_registry_force_all(reg);
 				forced = true;
-			} else if (deadline != 0 && demo_now_ns() >= deadline) {
+			} else if (deadline != 0 && demo_now_ns() >= deadline + DRAIN_BACKSTOP_NS) {
 				fprintf(stderr, "blq-demo: --drain-timeout passed: forcing the close\n");
 				demo_registry_force_all(reg);
 				late = true;

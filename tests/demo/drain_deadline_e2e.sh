@@ -7,7 +7,8 @@
 # - The deploy files agree with each other: the drain deadline given in
 #   docker-compose.yml, the Dockerfile and the systemd unit is shorter than
 #   their stop grace period (stop_grace_period, TimeoutStopSec).
-# - A drain that cannot finish (a full queue of 200 ms tasks, a 50 s drain)
+# - A drain that cannot finish (full queues of 200 ms tasks, 50 s drains;
+#   two of them in one daemon: the deadline bounds the whole drain)
 #   with --drain-timeout 2s: SIGTERM, the daemon exits 3 within the
 #   deadline plus a margin (not before it), and the accounting balances:
 #   without a DLQ what was left is counted lost (the Hard close's rule);
@@ -107,7 +108,12 @@ cat >"$E2E_TMP/slow.json" <<'EOF'
  "heartbeat": 100000000, "producers_min": 4, "producers_max": 4, "producer_delay": 1000000}
 EOF
 start_key slow "$E2E_TMP/slow.json" "no DLQ; a 50 s drain" '.queue.size >= 490' --drain-timeout 2s
-term_timed 3 1900 6000 "no DLQ: SIGTERM with --drain-timeout 2s"
+# A second such key: the deadline is for the whole drain, not per queue
+# (the queues stop one after another).
+init slow2 "$E2E_TMP/slow.json"
+expect 200 '' "init slow2 (another 50 s drain)"
+wait_status 10 "slow2 is full" slow2 '.queue.size >= 490'
+term_timed 3 1900 6000 "no DLQ, two keys: SIGTERM with --drain-timeout 2s"
 grep -q 'draining every queue for at most 2.000 s' "$DAEMON_ERR" || fail "no 'for at most 2.000 s' line"
 grep -q 'stopped (drain deadline passed: forced); accounting balanced for every queue' "$DAEMON_ERR" ||
 	fail "no 'drain deadline passed ... balanced' line at exit"
@@ -118,6 +124,10 @@ balanced "$line" || fail "slow: accounting does not add up: $line"
 jqtrue "$line" '.lost >= 400 and .leaked == 0 and .processed >= 1' ||
 	fail "slow: the queued items are not counted lost (Hard close without a DLQ): $line"
 ok "no DLQ: balanced, $(jq -c '{in, processed, lost, cancelled}' <<<"$line")"
+line=$(final slow2)
+balanced "$line" || fail "slow2: accounting does not add up: $line"
+jqtrue "$line" '.lost >= 400 and .leaked == 0' || fail "slow2: the queued items are not counted lost: $line"
+ok "no DLQ: slow2 (stopped after the deadline) balanced, $(jq -c '{in, processed, lost}' <<<"$line")"
 check_stderr
 
 # The same with a dump as the DLQ: the Hard close leaks what is queued into
