@@ -166,12 +166,13 @@ static int with_port(const char *what, const char *addr, long port, char *buf, s
 	return 0;
 }
 
-/* --drain-timeout: "0" or a blq_parse_duration text up to 24 h, into
- * *ns (0: no deadline). Returns -1 after a message naming the flag. */
 #define DRAIN_TIMEOUT_MAX_NS (24ull * 3600 * 1000000000)
 /* After the deadline, how long the queues' own timed closes have before
  * the main thread forces whatever still runs. */
 #define DRAIN_BACKSTOP_NS 100000000ull
+
+/* --drain-timeout: "0" or a blq_parse_duration text up to 24 h, into
+ * *ns (0: no deadline). Returns -1 after a message naming the flag. */
 static int parse_drain_timeout(const char *s, uint64_t *ns)
 {
 	blq_error e = {0};
