@@ -573,6 +573,10 @@ static int finish(fs_reader *r, fs_dump *d, blq_error *err)
 	char to[PATH_MAX + 300];
 	const char *at = d->path;
 
+	/* Removed meanwhile (by hand, blq-dlq): nothing to keep, as the
+	 * delete finds nothing to remove. */
+	if (access(d->path, F_OK) != 0 && errno == ENOENT)
+		return 0;
 	if (r->archive[0] != '\0') {
 		int rc = move_into("archive", r->archive, d->path, to, sizeof(to), err);
 		if (rc != 0)

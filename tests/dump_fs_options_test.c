@@ -508,3 +508,34 @@ Test(fs_options, bad_archive_or_hook_config_is_refused)
 		rmdir(other);
 	du_rmrf(dir);
 }
+
+/* A file removed while restored (by hand, blq-dlq): its records finish,
+ * the commit archives nothing and calls no hook, and counts no error. */
+Test(fs_options, a_file_removed_meanwhile_is_neither_archived_nor_handed_over)
+{
+	char arch[256], path[512];
+	snapshot s;
+	char *dir = archive_setup("archgone", 50, 1 << 20, 1, arch, &s);
+	hook_state h = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+	snprintf(path, sizeof(path), "%s/%s", dir, s.name[0]);
+	atomic_store(&slow_us, 5000); /* 50 items: 0.25 s at least */
+	blq_dump_fs_config fc = {.directory = dir, .archive = arch, .finished = hook,
+				 .finished_ctx = &h};
+	blq *q = target();
+	blq_dump_reader *rd = reader(&fc);
+	blq_restorer *r = restorer(rd, q);
+	cr_assert(TU_WAIT_FOR(atomic_load(&n_order) >= 1, 20000));
+	cr_assert_eq(unlink(path), 0, "%s: %s", path, strerror(errno));
+	cr_assert(TU_WAIT_FOR(du_rstats(r).dumps == 1, 20000), "the commit never came");
+	cr_expect_eq(du_rstats(r).read_errors, 0);
+	blq_restorer_free(r);
+	blq_free(q);
+	blq_dump_reader_free(rd);
+	expect_exactly_once_in_order(50);
+	cr_expect_eq(h.calls, 0, "the hook was called for a file that is gone");
+	cr_expect_eq(du_count(arch, "*"), 0, "something was archived");
+	cr_expect_eq(du_count(dir, ".*.ckpt"), 0);
+	snap_free(&s);
+	du_rmrf(dir);
+}
