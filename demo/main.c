@@ -2,7 +2,8 @@
  * blq-demo: the demo daemon. An HTTP API creates queues with producers and
  * emulated workers (the original koykov/demo stage), /metrics serves them
  * to Prometheus. SIGTERM or SIGINT drains every queue and exits 0; a
- * second signal forces the close (exit 2).
+ * second signal forces the close (exit 2); with --drain-timeout, a drain
+ * still running at that deadline turns into a Hard close (exit 3).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -32,6 +33,10 @@ static void usage(FILE *to)
 		"  -L, --log-level LEVEL           error, warn, info (default) or debug\n"
 		"  -t, --request-time SECONDS      time a client has to send a whole request\n"
 		"                                  (default 30; then its connection is cut)\n"
+		"  -T, --drain-timeout DURATION    after SIGTERM/SIGINT, how long the drain may\n"
+		"                                  take (\"30s\", \"1m30s\", \"500ms\"; at most 24h);\n"
+		"                                  then what is left is closed Hard (exit 3).\n"
+		"                                  0 or absent: no deadline\n"
 		"  -h, --help                      this text\n"
 		"  -hport PORT, -pport PORT        the original koykov/demo daemon's flags (also\n"
 		"                                  -hport=PORT, --hport): the port of --listen and\n"
@@ -42,7 +47,8 @@ static void usage(FILE *to)
 		"?key=K&delta=N,\n     /api/v1/{stop,force-stop,status,stats,history}?key=K,\n     /api/v1/list, "
 		"/api/v1/ping. See docs/demo-daemon.md and docs/reference-http-api.md.\n"
 		"Dashboard: open http://HOST:PORT/ (the API address) in a browser.\n"
-		"SIGTERM/SIGINT: drain every queue, exit 0; a second signal forces (exit 2).\n");
+		"SIGTERM/SIGINT: drain every queue, exit 0; a second signal forces (exit 2);\n"
+		"the --drain-timeout deadline forces (exit 3). Exit 64: bad usage; 1: cannot start.\n");
 }
 
 static int parse_level(const char *s)
@@ -129,7 +135,7 @@ static int take_go_flags(int argc, char **argv, const struct option *opts, go_fl
 				}
 			continue;
 		}
-		if (strchr("lmdrLt", name[0]) != NULL) { /* -l ADDR or -lADDR */
+		if (strchr("lmdrLtT", name[0]) != NULL) { /* -l ADDR or -lADDR */
 			if (name[1] == '\0' && i + 1 < argc)
 				argv[n++] = argv[++i];
 			continue;
@@ -160,18 +166,43 @@ static int with_port(const char *what, const char *addr, long port, char *buf, s
 	return 0;
 }
 
+#define DRAIN_TIMEOUT_MAX_NS (24ull * 3600 * 1000000000)
+/* After the deadline, how long the queues' own timed closes have before
+ * the main thread forces whatever still runs. */
+#define DRAIN_BACKSTOP_NS 100000000ull
+
+/* --drain-timeout: "0" or a blq_parse_duration text up to 24 h, into
+ * *ns (0: no deadline). Returns -1 after a message naming the flag. */
+static int parse_drain_timeout(const char *s, uint64_t *ns)
+{
+	blq_error e = {0};
+	if (strcmp(s, "0") == 0) {
+		*ns = 0;
+		return 0;
+	}
+	if (blq_parse_duration(s, ns, &e) != 0 || *ns > DRAIN_TIMEOUT_MAX_NS) {
+		fprintf(stderr, "blq-demo: --drain-timeout: expected a duration up to 24h such as "
+				"\"30s\", \"1m30s\" or \"500ms\", or 0 for no deadline; got \"%s\"%s%s\n",
+			s, e.msg[0] != '\0' ? ": " : "", e.msg);
+		return -1;
+	}
+	return 0;
+}
+
 /* The drain runs on its own thread so the main thread keeps listening
- * for a second signal. */
+ * for a second signal and watches the deadline. */
 typedef struct drain {
 	demo_registry *reg;
+	uint64_t deadline_ns; /* demo_now_ns() time, 0: none */
 	atomic_bool done;
 	bool balanced;
+	unsigned timed_out; /* stages whose drain the deadline cut */
 } drain;
 
 static void *drain_main(void *arg)
 {
 	drain *d = arg;
-	d->balanced = demo_registry_stop_all(d->reg, false);
+	d->balanced = demo_registry_stop_all(d->reg, false, d->deadline_ns, &d->timed_out);
 	atomic_store(&d->done, true);
 	return NULL;
 }
@@ -182,6 +213,7 @@ int main(int argc, char **argv)
 	const char *redis = NULL;
 	int level = BLQ_LOG_INFO;
 	unsigned request_s = DEMO_REQUEST_TIME_S;
+	uint64_t drain_ns = 0;
 	static const struct option opts[] = {
 		{"listen", required_argument, NULL, 'l'},
 		{"metrics-listen", required_argument, NULL, 'm'},
@@ -189,6 +221,7 @@ int main(int argc, char **argv)
 		{"redis", required_argument, NULL, 'r'},
 		{"log-level", required_argument, NULL, 'L'},
 		{"request-time", required_argument, NULL, 't'},
+		{"drain-timeout", required_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	go_flags gof = {.hport = -1, .pport = -1};
@@ -197,7 +230,7 @@ int main(int argc, char **argv)
 		return 64;
 	}
 	int c;
-	while ((c = getopt_long(argc, argv, "l:m:d:r:L:t:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "l:m:d:r:L:t:T:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'l': listen = optarg; break;
 		case 'm': mlisten = optarg; break;
@@ -221,6 +254,10 @@ int main(int argc, char **argv)
 			request_s = (unsigned)v;
 			break;
 		}
+		case 'T':
+			if (parse_drain_timeout(optarg, &drain_ns) != 0)
+				return 64;
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 64;
 		}
@@ -305,32 +342,48 @@ int main(int argc, char **argv)
 
 	int sig;
 	sigwait(&sigs, &sig);
-	fprintf(stderr, "blq-demo: %s: draining every queue (send it again to force)\n",
-		strsignal(sig));
-	drain d = {.reg = reg};
+	uint64_t deadline = drain_ns != 0 ? demo_now_ns() + drain_ns : 0;
+	if (deadline != 0)
+		fprintf(stderr, "blq-demo: %s: draining every queue for at most %.3f s, then a Hard "
+				"close (send it again to force now)\n",
+			strsignal(sig), (double)drain_ns / 1e9);
+	else
+		fprintf(stderr, "blq-demo: %s: draining every queue (send it again to force)\n",
+			strsignal(sig));
+	drain d = {.reg = reg, .deadline_ns = deadline};
 	pthread_t t;
-	bool forced = false;
+	bool forced = false, late = false;
 	if (pthread_create(&t, NULL, drain_main, &d) != 0) {
-		d.balanced = demo_registry_stop_all(reg, true);
+		d.balanced = demo_registry_stop_all(reg, true, 0, &d.timed_out);
 		forced = true;
 	} else {
-		/* Listen for a second signal until the drain is done; once
-		 * forced, only the join is left to wait for. */
+		/* Listen for a second signal and watch the deadline until the
+		 * drain is done; once forced, only the join is left to wait
+		 * for. Each queue's close has the deadline itself
+		 * (blq_close_timeout turns Hard at it); forcing here, a little
+		 * later so as not to race those closes, cuts what runs around
+		 * them (a restorer waiting for its items in a queue). */
 		struct timespec tick = {.tv_sec = 0, .tv_nsec = 50000000};
-		while (!forced && !atomic_load(&d.done)) {
+		while (!forced && !late && !atomic_load(&d.done)) {
 			if (sigtimedwait(&sigs, NULL, &tick) > 0) {
 				fprintf(stderr, "blq-demo: second signal: forcing the close\n");
 				demo_registry_force_all(reg);
 				forced = true;
+			} else if (deadline != 0 && demo_now_ns() >= deadline + DRAIN_BACKSTOP_NS) {
+				fprintf(stderr, "blq-demo: --drain-timeout passed: forcing the close\n");
+				demo_registry_force_all(reg);
+				late = true;
 			}
 		}
 		pthread_join(t, NULL);
 	}
+	late = !forced && (late || d.timed_out > 0);
 	demo_http_stop(api);
 	demo_http_stop(met);
 	demo_registry_free(reg);
 	blq_prom_free(env.prom);
-	fprintf(stderr, "blq-demo: stopped%s; accounting %s\n", forced ? " (forced)" : "",
+	fprintf(stderr, "blq-demo: stopped%s; accounting %s\n",
+		forced ? " (forced)" : late ? " (drain deadline passed: forced)" : "",
 		d.balanced ? "balanced for every queue" : "NOT balanced (see the lines above)");
-	return forced ? 2 : 0;
+	return forced ? 2 : late ? 3 : 0;
 }

@@ -45,13 +45,6 @@ struct demo_registry {
 	bool sampler_stop;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static bool live(const entry *e)
 {
 	return (e->state == ENTRY_RUNNING || e->state == ENTRY_STOPPING) && e->stage != NULL;
@@ -69,7 +62,7 @@ static void *sampler_main(void *arg)
 	demo_stage *stages[DEMO_STAGES_MAX];
 	pthread_mutex_lock(&r->mu);
 	while (!r->sampler_stop) {
-		uint64_t now = now_ns(), next = UINT64_MAX;
+		uint64_t now = demo_now_ns(), next = UINT64_MAX;
 		unsigned n = 0;
 		for (unsigned i = 0; i < r->nkeys; i++) {
 			entry *e = &r->entries[i];
@@ -224,7 +217,7 @@ int demo_registry_init(demo_registry *r, const char *key, const demo_spec *spec,
 	if (s != NULL) {
 		e->stage = s;
 		e->state = ENTRY_RUNNING;
-		e->sample_due_ns = now_ns(); /* the history's first sample: now */
+		e->sample_due_ns = demo_now_ns(); /* the history's first sample: now */
 		pthread_cond_signal(&r->tick);
 		status = 200;
 	} else {
@@ -262,10 +255,13 @@ void demo_registry_put(demo_registry *r, const char *key)
 /* Stops e's stage (the caller set STOPPING and holds no lock), frees it
  * once unborrowed, and returns its final accounting (@balanced: whether
  * it balanced). */
-static char *stop_entry(demo_registry *r, entry *e, bool force, bool *balanced)
+/* Stops e's stage (deadline_ns as demo_stage_stop's); *timed_out says the
+ * deadline forced it. */
+static char *stop_entry(demo_registry *r, entry *e, bool force, uint64_t deadline_ns,
+			bool *balanced, bool *timed_out)
 {
 	demo_stage *s = e->stage;
-	demo_stage_stop(s, force);
+	*timed_out = demo_stage_stop(s, force, deadline_ns);
 	char *final = demo_stage_final_json(s, balanced);
 	pthread_mutex_lock(&r->mu);
 	while (e->refs > 0)
@@ -287,7 +283,8 @@ static char *stop_entry(demo_registry *r, entry *e, bool force, bool *balanced)
 	pthread_cond_broadcast(&r->cond);
 	pthread_mutex_unlock(&r->mu);
 	demo_log(&r->env->logger, BLQ_LOG_INFO, "queue %s: stopped%s: %s", e->key,
-		 force ? " (force)" : "", final ? final : "(no accounting: out of memory)");
+		 *timed_out ? " (drain deadline passed, forced)" : force ? " (force)" : "",
+		 final ? final : "(no accounting: out of memory)");
 	return final;
 }
 
@@ -336,7 +333,8 @@ int demo_registry_stop(demo_registry *r, const char *key, bool force, char **fin
 	force = force || r->forcing; /* after a second signal every stop is forced */
 	pthread_mutex_unlock(&r->mu);
 	bool balanced;
-	*final = stop_entry(r, e, force, &balanced);
+	bool timed_out;
+	*final = stop_entry(r, e, force, 0, &balanced, &timed_out);
 	return 200;
 }
 
@@ -412,9 +410,11 @@ int demo_registry_render_producers(demo_registry *r, char **buf, size_t *len, si
 	return rc;
 }
 
-bool demo_registry_stop_all(demo_registry *r, bool force)
+bool demo_registry_stop_all(demo_registry *r, bool force, uint64_t deadline_ns,
+			    unsigned *timed_out)
 {
 	bool balanced = true;
+	*timed_out = 0;
 	pthread_mutex_lock(&r->mu);
 	r->shutting_down = true;
 	for (;;) {
@@ -435,9 +435,10 @@ bool demo_registry_stop_all(demo_registry *r, bool force)
 		e->state = ENTRY_STOPPING;
 		bool f = force || r->forcing;
 		pthread_mutex_unlock(&r->mu);
-		bool ok;
-		char *final = stop_entry(r, e, f, &ok);
+		bool ok, late;
+		char *final = stop_entry(r, e, f, deadline_ns, &ok, &late);
 		balanced = balanced && ok;
+		*timed_out += late;
 		free(final);
 		pthread_mutex_lock(&r->mu);
 	}

@@ -78,10 +78,15 @@ int demo_registry_render_producers(demo_registry *r, char **buf, size_t *len, si
 
 /**
  * demo_registry_stop_all() - refuse new inits, then stop every stage
- * (gracefully, or all forced). Logs each stage's final accounting.
+ * (gracefully, or all forced), one after another. Logs each stage's final
+ * accounting. @deadline_ns: 0 (none), or a demo_now_ns() time at which
+ * every drain still running turns into a Hard close (demo_stage_stop's
+ * deadline: stages stopped after it are closed Hard at once); *@timed_out
+ * receives the number of stages it forced.
  * Return: true when every stage's accounting balanced.
  */
-bool demo_registry_stop_all(demo_registry *r, bool force);
+bool demo_registry_stop_all(demo_registry *r, bool force, uint64_t deadline_ns,
+			    unsigned *timed_out);
 
 /** demo_registry_force_all() - escalate every stop in progress to force. */
 void demo_registry_force_all(demo_registry *r);

@@ -138,6 +138,10 @@ static void parse_dump(parse_ctx *p, json_t *root, demo_spec *s)
 		s->dump.capacity = sj_get_uint(p, d, "dump", "capacity", DEMO_DUMP_CAPACITY_MAX);
 		s->dump.flush_ns = sj_get_uint(p, d, "dump", "flush", DEMO_DURATION_MAX);
 		s->dump.buffer = sj_get_uint(p, d, "dump", "buffer", DEMO_DUMP_CAPACITY_MAX);
+		if (s->dump.buffer != 0 && s->dump.buffer < BLQ_DUMP_FS_WRITE_BUFFER_MIN)
+			sj_fail(p, "dump.buffer", "must be 0 or %u..%u bytes (the fs writer's write "
+				"size), got %llu", (unsigned)BLQ_DUMP_FS_WRITE_BUFFER_MIN,
+				(unsigned)DEMO_DUMP_CAPACITY_MAX, (unsigned long long)s->dump.buffer);
 		char writer[16];
 		sj_get_string(p, d, "dump", "writer", writer, sizeof writer);
 		sj_get_string(p, d, "dump", "redis_addr", s->dump.redis_addr, sizeof s->dump.redis_addr);

@@ -73,7 +73,7 @@ typedef struct demo_spec {
 	struct {
 		uint64_t capacity; /* bytes per batch */
 		uint64_t flush_ns;
-		uint64_t buffer;   /* accepted for compatibility; see docs/reference-http-api.md, "The init body" */
+		uint64_t buffer;   /* the fs writer's write_buffer (bytes per write call); 0: one per file */
 		bool redis;        /* writer "redis" (else "fs") */
 		char redis_addr[128]; /* "" = the daemon's --redis */
 		char redis_key[DEMO_REDIS_KEY_MAX + 1]; /* "" = "blq-demo:<key>" */

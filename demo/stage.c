@@ -29,7 +29,8 @@ static int build_dump_io(demo_stage *s, const demo_env *env, const blq_dump_metr
 		w->dir = env->dump_dir;
 		blq_dump_fs_config fc = {.directory = env->dump_dir, .file_mask = w->mask,
 					 .match = w->match, .version = 1, .name = s->key,
-					 .metrics = dw, .logger = s->logger};
+					 .metrics = dw, .logger = s->logger,
+					 .write_buffer = (size_t)s->spec.dump.buffer};
 		s->writer = blq_dump_fs_writer_new(&fc, &e);
 		if (s->writer != NULL && s->spec.has_restore)
 			s->reader = blq_dump_fs_reader_new(&fc, &e);
@@ -262,7 +263,7 @@ demo_stage *demo_stage_start(const char *key, const demo_spec *spec, const demo_
 		 blq_capacity(s->q), spec->producers_min);
 	return s;
 fail:
-	demo_stage_stop(s, true);
+	demo_stage_stop(s, true, 0);
 	demo_stage_free(s);
 	return NULL;
 }
@@ -286,8 +287,17 @@ void demo_stage_producers(demo_stage *s, unsigned *active, unsigned *max)
 }
 
 
-void demo_stage_stop(demo_stage *s, bool force)
+uint64_t demo_now_ns(void)
 {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+bool demo_stage_stop(demo_stage *s, bool force, uint64_t deadline_ns)
+{
+	bool timed_out = false;
+
 	/* A redrive feeds the dump: it ends first (cancelled, joined). */
 	pthread_mutex_lock(&s->rmu);
 	s->redrive_closed = true;
@@ -300,14 +310,20 @@ void demo_stage_stop(demo_stage *s, bool force)
 	if (s->restorer != NULL)
 		blq_restorer_close(s->restorer);
 	if (s->q != NULL) {
-		if (force)
+		if (force) {
 			blq_force_close(s->q);
+		} else if (deadline_ns != 0) {
+			uint64_t now = demo_now_ns();
+			timed_out = blq_close_timeout(s->q, deadline_ns > now ? deadline_ns - now : 0) ==
+				    BLQ_ETIMEDOUT;
+		}
 		blq_close(s->q); /* wakes producers blocked on a full queue */
 	}
 	demo_producers_join(s);
 	if (s->dump != NULL && blq_dump_close(s->dump) != 0)
 		demo_log(&s->logger, BLQ_LOG_ERROR, "queue %s: dump: items dropped at close (see its "
 			 "counters)", s->key);
+	return timed_out;
 }
 
 void demo_stage_force(demo_stage *s)

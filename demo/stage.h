@@ -96,8 +96,17 @@ char *demo_stage_history_json(demo_stage *s, uint64_t after);
  * demo_stage_stop() - stop the producers and the schedule, close the
  * restorer, close the queue (drain, or force: the rest goes to the DLQ),
  * close the dump (flush). Blocks until done.
+ * @deadline_ns: 0, or a CLOCK_MONOTONIC time (demo_now_ns) at which the
+ * queue's drain turns into a Hard close (blq_close_timeout with the time
+ * left; already past: at once). It bounds the queue's close only: the
+ * restorer's and the dump's closes keep their own close_timeout.
+ * Return: true when the deadline forced the close (blq_close_timeout said
+ * BLQ_ETIMEDOUT), false when it drained (or @force).
  */
-void demo_stage_stop(demo_stage *s, bool force);
+bool demo_stage_stop(demo_stage *s, bool force, uint64_t deadline_ns);
+
+/** demo_now_ns() - CLOCK_MONOTONIC in ns, the clock of stop deadlines. */
+uint64_t demo_now_ns(void);
 
 /** demo_stage_force() - turn a running demo_stage_stop into a force close. */
 void demo_stage_force(demo_stage *s);

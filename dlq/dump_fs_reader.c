@@ -40,7 +40,10 @@
  *   so a process crash or a power cut keeps it, which is what marks the
  *   records that follow as redeliveries), and hands out
  *   the other records with deliveries = the earlier claims.
- * - commit() (every record done) unlinks the file (the directory fsync'd:
+ * - commit() (every record done) unlinks the file, or with an archive
+ *   renames it there (move_into, as the quarantine: never over a file, the
+ *   archive fsync'd), or hands it to the finished hook (the directory
+ *   fsync'd either way:
  *   a power cut must not bring it back), then its checkpoint; a
  *   checkpoint left by a crash in between is ignored by a file that reuses
  *   the name (it names the inode, size and mtime of its own), and removed
@@ -79,6 +82,9 @@ typedef struct fs_reader {
 	char dir[PATH_MAX];
 	char match[256];
 	char quarantine[PATH_MAX];
+	char archive[PATH_MAX]; /* "" : no archive */
+	int (*finished)(void *ctx, const char *path, blq_error *err);
+	void *finished_ctx;
 	int dirfd;
 	uint64_t version;
 	char name[BLQ__DUMP_NAME_MAX + 1];
@@ -476,49 +482,63 @@ static void describe(const fs_reader *r, const fs_dump *d, char *out, size_t cap
 			 d->spans == 1 ? "" : "s", (unsigned long long)d->skipped);
 }
 
-/* Moves a damaged file aside, never over another one. */
-static int quarantine(fs_reader *r, fs_dump *d, blq_error *err)
+/* Moves the file at path into directory `into` (`what` names it in the
+ * messages: "quarantine", "archive"), under its own name, or NAME.1,
+ * NAME.2, ... when that is taken: never over another file. Then fsyncs
+ * `into`, so the new name is durable before the caller fsyncs the old
+ * directory. The new path goes to `to`. 0, or BLQ_EIO with the reason
+ * (EXDEV: `into` is on another file system). */
+static int move_into(const char *what, const char *into, const char *path, char *to, size_t cap,
+		     blq_error *err)
 {
-	const char *base = strrchr(d->path, '/');
-	char to[PATH_MAX + 300], why[192];
+	const char *base = strrchr(path, '/');
 
-	base = base ? base + 1 : d->path;
-	describe(r, d, why, sizeof(why));
+	base = base ? base + 1 : path;
 	/* It may have been removed since the reader was made: without it the
 	 * file would be restored again at every poll. */
-	if (mkdir(r->quarantine, 0755) != 0 && errno != EEXIST)
-		return blq__error_set(err, BLQ_EIO, "quarantine \"%s\": %s", r->quarantine,
-				      strerror(errno));
+	if (mkdir(into, 0755) != 0 && errno != EEXIST)
+		return blq__error_set(err, BLQ_EIO, "%s \"%s\": %s", what, into, strerror(errno));
 	for (unsigned k = 0;; k++) {
-		int n = k == 0 ? snprintf(to, sizeof(to), "%s/%s", r->quarantine, base)
-			       : snprintf(to, sizeof(to), "%s/%s.%u", r->quarantine, base, k);
-		if (n < 0 || (size_t)n >= sizeof(to))
-			return blq__error_set(err, BLQ_EIO, "quarantine path too long for \"%s\"",
-					      d->path);
-		if (renameat2(AT_FDCWD, d->path, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+		int n = k == 0 ? snprintf(to, cap, "%s/%s", into, base)
+			       : snprintf(to, cap, "%s/%s.%u", into, base, k);
+		if (n < 0 || (size_t)n >= cap)
+			return blq__error_set(err, BLQ_EIO, "%s path too long for \"%s\"", what, path);
+		if (renameat2(AT_FDCWD, path, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
 			break;
 		if (errno == EINVAL || errno == ENOSYS) {
-			if (link(d->path, to) == 0) {
-				unlink(d->path);
+			if (link(path, to) == 0) {
+				unlink(path);
 				break;
 			}
 		}
 		if (errno != EEXIST || k == 1000)
-			return blq__error_set(err, BLQ_EIO, "cannot quarantine \"%s\" to \"%s\": %s",
-					      d->path, to, strerror(errno));
+			return blq__error_set(err, BLQ_EIO, "cannot move \"%s\" to the %s \"%s\": %s",
+					      path, what, to, strerror(errno));
 	}
-	/* Its new name first made durable (the quarantine's directory
-	 * fsync'd; fs_commit then fsyncs the dump's, the old name's): with
-	 * only the dump's synced a power cut would leave the file in
-	 * neither, with neither synced back in the dump, restored again
-	 * (powercut_redrive's setup found that). */
-	int qfd = open(r->quarantine, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* Its new name first made durable (`into` fsync'd; fs_commit then
+	 * fsyncs the dump's directory, the old name's): with only the dump's
+	 * synced a power cut would leave the file in neither, with neither
+	 * synced back in the dump, restored again (powercut_redrive's setup
+	 * found that). */
+	int qfd = open(into, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	bool qsynced = qfd >= 0 && fsync(qfd) == 0;
 	if (qfd >= 0)
 		close(qfd);
 	if (!qsynced)
-		return blq__error_set(err, BLQ_EIO, "cannot fsync quarantine \"%s\": %s",
-				      r->quarantine, strerror(errno));
+		return blq__error_set(err, BLQ_EIO, "cannot fsync %s \"%s\": %s", what, into,
+				      strerror(errno));
+	return 0;
+}
+
+/* Moves a damaged file aside, never over another one. */
+static int quarantine(fs_reader *r, fs_dump *d, blq_error *err)
+{
+	char to[PATH_MAX + 300], why[192];
+
+	describe(r, d, why, sizeof(why));
+	int rc = move_into("quarantine", r->quarantine, d->path, to, sizeof(to), err);
+	if (rc != 0)
+		return rc;
 	/* Its done marks go with it (a rename keeps the inode the checkpoint
 	 * names): its intact records were restored, and a redrive of the
 	 * quarantine (blq_inspect_redrive) or a salvage leaves done records
@@ -545,6 +565,58 @@ static int quarantine(fs_reader *r, fs_dump *d, blq_error *err)
 	return 0;
 }
 
+/* A finished file (every record done, no damage) when an archive or a
+ * finished hook is configured: into the archive, then the hook with
+ * where it is now (blq_dump_fs_config.archive and .finished). */
+static int finish(fs_reader *r, fs_dump *d, blq_error *err)
+{
+	char to[PATH_MAX + 300];
+	const char *at = d->path;
+
+	/* Removed meanwhile (by hand, blq-dlq): nothing to keep, as the
+	 * delete finds nothing to remove. */
+	if (access(d->path, F_OK) != 0 && errno == ENOENT)
+		return 0;
+	if (r->archive[0] != '\0') {
+		int rc = move_into("archive", r->archive, d->path, to, sizeof(to), err);
+		if (rc != 0)
+			return rc;
+		at = to;
+		blq__dlog(log_to(r), BLQ_LOG_DEBUG, "dump %s: %s: restored; archived as %s",
+			  name_of(r), d->path, to);
+	}
+	if (r->finished == NULL)
+		return 0;
+	blq_error herr = {0, ""};
+	int rc = r->finished(r->finished_ctx, at, &herr);
+	if (rc == BLQ_DUMP_FS_DELETE) {
+		if (unlink(at) != 0 && errno != ENOENT)
+			return blq__error_set(err, BLQ_EIO, "cannot remove \"%s\": %s", at,
+					      strerror(errno));
+		return 0;
+	}
+	if (rc != 0) {
+		const char *why = herr.msg[0] != '\0' ? herr.msg : blq_strerror(rc);
+		if (at != d->path) { /* archived already: the commit stands */
+			blq__dlog(log_to(r), BLQ_LOG_WARN, "dump %s: finished hook on %s: %s",
+				  name_of(r), at, why);
+			return 0;
+		}
+		return blq__error_set(err, rc < 0 ? rc : BLQ_EIO, "finished hook on \"%s\": %s", at,
+				      why);
+	}
+	/* The hook took it: it must have left the directory (same inode
+	 * still there: restored again at the next claim, so refuse). */
+	struct stat now, mine;
+	if (at == d->path && stat(d->path, &now) == 0 && fstat(d->fd, &mine) == 0 &&
+	    now.st_ino == mine.st_ino && now.st_dev == mine.st_dev)
+		return blq__error_set(err, BLQ_EINVAL,
+				      "finished hook returned 0 and left \"%s\" in the directory "
+				      "(move it away, delete it, or return BLQ_DUMP_FS_DELETE)",
+				      d->path);
+	return 0;
+}
+
 static int fs_commit(blq_dump_reader *rd, void *dump, blq_error *err)
 {
 	fs_reader *r = (fs_reader *)rd;
@@ -558,6 +630,8 @@ static int fs_commit(blq_dump_reader *rd, void *dump, blq_error *err)
 				      "commit of \"%s\" before its last record was done", d->path);
 	if (d->damage != 0)
 		rc = quarantine(r, d, err);
+	else if (r->archive[0] != '\0' || r->finished != NULL)
+		rc = finish(r, d, err);
 	else if (unlink(d->path) != 0 && errno != ENOENT)
 		rc = blq__error_set(err, BLQ_EIO, "cannot remove \"%s\": %s", d->path,
 				    strerror(errno));
@@ -598,6 +672,43 @@ static void fs_destroy(blq_dump_reader *rd)
 	free(r);
 }
 
+/* blq_dump_fs_config.archive and .finished: the archive created when
+ * missing, a directory other than the dump's, on its file system (a
+ * rename cannot cross to another). */
+static int open_archive(fs_reader *r, const blq_dump_fs_config *cfg, blq_error *err)
+{
+	struct stat a, d;
+
+	if (cfg->finished == NULL && cfg->finished_ctx != NULL)
+		return blq__error_set(err, BLQ_EINVAL, "finished_ctx: set without finished");
+	r->finished = cfg->finished;
+	r->finished_ctx = cfg->finished_ctx;
+	if (cfg->archive == NULL)
+		return 0;
+	int n = snprintf(r->archive, sizeof(r->archive), "%s", cfg->archive);
+	if (n <= 0 || (size_t)n >= sizeof(r->archive) - 64)
+		return blq__error_set(err, BLQ_EINVAL, "archive: must be 1..%d bytes",
+				      PATH_MAX - 65);
+	errno = 0;
+	if ((mkdir(r->archive, 0755) != 0 && errno != EEXIST) || stat(r->archive, &a) != 0 ||
+	    !S_ISDIR(a.st_mode))
+		return blq__error_set(err, BLQ_EINVAL, "archive: \"%s\": %s", r->archive,
+				      errno ? strerror(errno) : "not a directory");
+	if (fstat(r->dirfd, &d) != 0)
+		return blq__error_set(err, BLQ_EINVAL, "directory: \"%s\": %s", r->dir,
+				      strerror(errno));
+	if (a.st_dev != d.st_dev)
+		return blq__error_set(err, BLQ_EINVAL,
+				      "archive: \"%s\" is on another file system than directory "
+				      "\"%s\": finished files are renamed into it",
+				      r->archive, r->dir);
+	if (a.st_ino == d.st_ino)
+		return blq__error_set(err, BLQ_EINVAL,
+				      "archive: \"%s\" is the dump directory itself (its files "
+				      "would be restored again)", r->archive);
+	return 0;
+}
+
 blq_dump_reader *blq_dump_fs_reader_new(const blq_dump_fs_config *cfg, blq_error *err)
 {
 	if (cfg == NULL) {
@@ -635,6 +746,11 @@ blq_dump_reader *blq_dump_fs_reader_new(const blq_dump_fs_config *cfg, blq_error
 	    stat(r->quarantine, &st) != 0 || !S_ISDIR(st.st_mode)) {
 		blq__error_set(err, BLQ_EINVAL, "quarantine: \"%s\": %s", r->quarantine,
 			       errno ? strerror(errno) : "not a directory");
+		close(r->dirfd);
+		free(r);
+		return NULL;
+	}
+	if (open_archive(r, cfg, err) != 0) {
 		close(r->dirfd);
 		free(r);
 		return NULL;

@@ -11,6 +11,12 @@
  *   temporary file, whose items were never reported as written.
  * - The header says the batch's format (1, or 2 with each record's
  *   metadata): the records are written as the dump framed them.
+ * - Writes: with write_buffer 0 the header and the whole batch go to one
+ *   writev (the loop goes on after a short write); otherwise each write(2)
+ *   carries at most write_buffer bytes (the original's fs.Writer Buffer).
+ *   The batch is one block of memory already, so nothing is copied: the
+ *   header goes with the first slice of records, then the batch follows a
+ *   slice at a time. That bounds one system call's size, not memory.
  * - Final names: the strftime mask in local time with %i replaced by a
  *   per-writer counter (zero-padded to 6 digits, so names sort in write
  *   order within a second). A name already taken (another process, a
@@ -45,6 +51,7 @@ typedef struct fs_writer {
 	char mask[256];
 	int dirfd;
 	uint64_t counter;
+	size_t write_max; /* bytes per write(2); SIZE_MAX: no limit (write_buffer 0) */
 } fs_writer;
 
 /* Expands %i, then strftime. Returns the name's length, 0 when it does not
@@ -94,24 +101,36 @@ static int fail(blq_error *err, const char *what, const char *path)
 	return blq__error_set(err, BLQ_EIO, "%s \"%s\": %s", what, path, strerror(errno));
 }
 
-static int write_all(int fd, const struct iovec *iov, int n)
+/* Writes the n (<= 2) buffers, at most max bytes per writev call, on
+ * after short writes and EINTR. -1 with errno on failure. */
+static int write_all(int fd, const struct iovec *iov, int n, size_t max)
 {
 	struct iovec v[2];
 
 	memcpy(v, iov, sizeof(struct iovec) * (size_t)n);
 	for (int i = 0; i < n;) {
-		ssize_t k = writev(fd, v + i, n - i);
+		/* This call's slices: from v[i] on, max bytes in all. */
+		struct iovec s[2];
+		int k = 0;
+		size_t room = max;
+		for (int j = i; j < n && room > 0; j++, k++) {
+			s[k] = v[j];
+			if (s[k].iov_len > room)
+				s[k].iov_len = room;
+			room -= s[k].iov_len;
+		}
+		ssize_t w = writev(fd, s, k);
 
-		if (k < 0) {
+		if (w < 0) {
 			if (errno == EINTR)
 				continue;
 			return -1;
 		}
-		while (i < n && (size_t)k >= v[i].iov_len)
-			k -= (ssize_t)v[i++].iov_len;
+		while (i < n && (size_t)w >= v[i].iov_len)
+			w -= (ssize_t)v[i++].iov_len;
 		if (i < n) {
-			v[i].iov_base = (char *)v[i].iov_base + k;
-			v[i].iov_len -= (size_t)k;
+			v[i].iov_base = (char *)v[i].iov_base + w;
+			v[i].iov_len -= (size_t)w;
 		}
 	}
 	return 0;
@@ -160,7 +179,7 @@ static int fs_write(blq_dump_writer *w, const blq_dump_batch *b, size_t *done, b
 		return fail(err, "cannot create a file in directory", f->dir);
 	blq__dump_header_put(hdr, format, b->version);
 	struct iovec iov[2] = {{hdr, sizeof(hdr)}, {(void *)b->data, b->len}};
-	if (write_all(fd, iov, 2) != 0 || fsync(fd) != 0) {
+	if (write_all(fd, iov, 2, f->write_max) != 0 || fsync(fd) != 0) {
 		int e = errno;
 		close(fd);
 		unlink(tmp);
@@ -241,6 +260,14 @@ blq_dump_writer *blq_dump_fs_writer_new(const blq_dump_fs_config *cfg, blq_error
 			       sample, match);
 		return NULL;
 	}
+	if (cfg->write_buffer != 0 && (cfg->write_buffer < BLQ_DUMP_FS_WRITE_BUFFER_MIN ||
+					cfg->write_buffer > BLQ_DUMP_FS_WRITE_BUFFER_MAX)) {
+		blq__error_set(err, BLQ_EINVAL,
+			       "write_buffer: %zu: must be 0 (one write per file) or %u..%u bytes",
+			       cfg->write_buffer, (unsigned)BLQ_DUMP_FS_WRITE_BUFFER_MIN,
+			       (unsigned)BLQ_DUMP_FS_WRITE_BUFFER_MAX);
+		return NULL;
+	}
 	fs_writer *f = calloc(1, sizeof(*f));
 	if (f == NULL) {
 		blq__error_set(err, BLQ_ENOMEM, "fs writer: out of memory");
@@ -252,6 +279,7 @@ blq_dump_writer *blq_dump_fs_writer_new(const blq_dump_fs_config *cfg, blq_error
 	}
 	snprintf(f->dir, sizeof(f->dir), "%s", cfg->directory);
 	snprintf(f->mask, sizeof(f->mask), "%s", mask);
+	f->write_max = cfg->write_buffer != 0 ? cfg->write_buffer : SIZE_MAX;
 	/* Probe: root ignores permission bits, so only a real create tells
 	 * whether the directory takes files (read-only mounts, EACCES). */
 	char tmp[PATH_MAX + sizeof(TMP_NAME)];

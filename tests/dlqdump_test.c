@@ -117,14 +117,6 @@ static struct blq_dump_stats dstats(blq_dump *d)
 	return s;
 }
 
-static struct blq_restorer_stats rstats(blq_restorer *r)
-{
-	struct blq_restorer_stats s;
-
-	blq_restorer_stats(r, &s);
-	return s;
-}
-
 /* Restores every file in dir into a fresh sink; returns the restorer's
  * stats once `expect` items were restored and no file is left (or 5 s). */
 static struct blq_restorer_stats restore_dir(const char *dir, uint64_t version, uint64_t expect)
@@ -141,9 +133,9 @@ static struct blq_restorer_stats restore_dir(const char *dir, uint64_t version, 
 				  .logger = du_keeper};
 	blq_restorer *r = blq_restorer_new(&rc, &err);
 	cr_assert_not_null(r, "restorer: %s", err.msg);
-	TU_WAIT_FOR(rstats(r).restored >= expect && du_count(dir, "*.bin") == 0, 5000);
+	TU_WAIT_FOR(du_rstats(r).restored >= expect && du_count(dir, "*.bin") == 0, 5000);
 	blq_restorer_close(r);
-	struct blq_restorer_stats out = rstats(r);
+	struct blq_restorer_stats out = du_rstats(r);
 	blq_restorer_free(r);
 	blq_close(q);
 	struct blq_stats qs = stats(q);
@@ -660,9 +652,9 @@ Test(dlqdump, items_past_max_restores_go_to_the_dead_store)
 	for (uint64_t i = 0; i < 50; i++)
 		cr_assert_eq(blq_dump_enqueue(d, du_item(i, 16)), 0);
 	/* Each item is restored 3 times, then parked in the dead store. */
-	cr_expect(TU_WAIT_FOR(rstats(r).dead == 50, 10000), "dead %llu restored %llu",
-		  (unsigned long long)rstats(r).dead, (unsigned long long)rstats(r).restored);
-	struct blq_restorer_stats rs = rstats(r);
+	cr_expect(TU_WAIT_FOR(du_rstats(r).dead == 50, 10000), "dead %llu restored %llu",
+		  (unsigned long long)du_rstats(r).dead, (unsigned long long)du_rstats(r).restored);
+	struct blq_restorer_stats rs = du_rstats(r);
 	cr_expect_eq(rs.restored, 150);
 	blq_restorer_free(r);
 	blq_close(q);
@@ -715,11 +707,11 @@ Test(dlqdump, a_full_target_postpones_and_nothing_is_dropped)
 	cr_assert_not_null(r);
 	/* The worker is parked: the restorer fills the target to half, then
 	 * waits; the file stays until every item was accepted. */
-	cr_expect(TU_WAIT_FOR(rstats(r).postponed > 5, 2000));
-	cr_expect(rstats(r).restored <= 7, "restored %llu", (unsigned long long)rstats(r).restored);
+	cr_expect(TU_WAIT_FOR(du_rstats(r).postponed > 5, 2000));
+	cr_expect(du_rstats(r).restored <= 7, "restored %llu", (unsigned long long)du_rstats(r).restored);
 	cr_expect_eq(du_count(dir, "*.bin"), 1);
 	tu_gate_open(&gate);
-	cr_expect(TU_WAIT_FOR(rstats(r).dumps == 1, 5000));
+	cr_expect(TU_WAIT_FOR(du_rstats(r).dumps == 1, 5000));
 	cr_expect_eq(du_count(dir, "*.bin"), 0);
 	blq_restorer_free(r);
 	blq_close(q);
@@ -1449,7 +1441,7 @@ Test(dlqdump, the_dead_store_keeps_why_and_a_new_leak_says_its_own)
 	blq_error err;
 	blq_restorer *r = blq_restorer_new(&rc, &err);
 	cr_assert_not_null(r, "%s", err.msg);
-	cr_expect(TU_WAIT_FOR(rstats(r).dead == 5 && rstats(r).done == 5, 10000));
+	cr_expect(TU_WAIT_FOR(du_rstats(r).dead == 5 && du_rstats(r).done == 5, 10000));
 	blq_restorer_free(r);
 	blq_close(q);
 	struct blq_stats qs = stats(q);

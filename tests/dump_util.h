@@ -201,6 +201,27 @@ static inline void du_redis_kill(pid_t pid)
 /* For the test programs: checks that count failures instead of stopping,
  * and a worker that counts each id it processes (ids below du_n). */
 static int du_failures;
+/* A restorer's counters, by value. */
+static inline struct blq_restorer_stats du_rstats(blq_restorer *r)
+{
+	struct blq_restorer_stats s;
+
+	blq_restorer_stats(r, &s);
+	return s;
+}
+
+/* The tests' usual restorer: rd into q with the bytes codec, polling
+ * every 2 ms. NULL with err set on failure. */
+static inline blq_restorer *du_restorer(blq_dump_reader *rd, blq *q, size_t in_flight,
+					uint64_t close_timeout, blq_error *err)
+{
+	blq_restorer_config rc = {.reader = rd, .decoder = blq_dump_bytes_decoder(), .target = q,
+				  .item_free = free, .check_interval_ns = 2000000,
+				  .postpone_interval_ns = 500000, .max_in_flight = in_flight,
+				  .close_timeout_ns = close_timeout};
+	return blq_restorer_new(&rc, err);
+}
+
 /* A logger that keeps the lines it gets (du_keeper), for tests that look
  * for one (du_logged). du_log_text is the whole of it, for messages. */
 static pthread_mutex_t du_log_mu __attribute__((unused)) = PTHREAD_MUTEX_INITIALIZER;

@@ -104,22 +104,10 @@ static blq_restorer *restorer(blq_dump_reader *rd, blq *q, size_t in_flight,
 			      uint64_t close_timeout)
 {
 	blq_error err;
-	blq_restorer_config rc = {.reader = rd, .decoder = blq_dump_bytes_decoder(), .target = q,
-				  .item_free = free, .check_interval_ns = 2000000,
-				  .postpone_interval_ns = 500000, .max_in_flight = in_flight,
-				  .close_timeout_ns = close_timeout};
-	blq_restorer *r = blq_restorer_new(&rc, &err);
+	blq_restorer *r = du_restorer(rd, q, in_flight, close_timeout, &err);
 
 	cr_assert_not_null(r, "%s", err.msg);
 	return r;
-}
-
-static struct blq_restorer_stats rstats(blq_restorer *r)
-{
-	struct blq_restorer_stats s;
-
-	blq_restorer_stats(r, &s);
-	return s;
 }
 
 static unsigned count_seen(uint64_t n, unsigned *dups)
@@ -145,17 +133,17 @@ Test(restorer, a_file_stays_until_its_items_reached_an_outcome)
 	blq_dump_reader *rd = fs_reader(dir);
 	blq_restorer *r = restorer(rd, q, 0, 0);
 
-	cr_assert(TU_WAIT_FOR(rstats(r).restored == 50, 5000));
+	cr_assert(TU_WAIT_FOR(du_rstats(r).restored == 50, 5000));
 	tu_sleep_us(50000);
 	/* Every item sits in the target (the worker holds one): none done. */
 	cr_expect_eq(du_count(dir, "*.bin"), 1, "the file went before its items were processed");
-	cr_expect_eq(rstats(r).done, 0);
-	cr_expect_eq(rstats(r).in_flight, 50);
+	cr_expect_eq(du_rstats(r).done, 0);
+	cr_expect_eq(du_rstats(r).in_flight, 50);
 	tu_gate_open(&gate);
-	cr_expect(TU_WAIT_FOR(rstats(r).dumps == 1, 5000));
+	cr_expect(TU_WAIT_FOR(du_rstats(r).dumps == 1, 5000));
 	cr_expect_eq(du_count(dir, "*.bin"), 0);
 	cr_expect_eq(du_count(dir, ".*.ckpt"), 0, "the checkpoint goes with its file");
-	struct blq_restorer_stats s = rstats(r);
+	struct blq_restorer_stats s = du_rstats(r);
 	cr_expect_eq(s.done, 50);
 	cr_expect_eq(s.processed, 50);
 	cr_expect_eq(s.in_flight, 0);
@@ -188,11 +176,11 @@ Test(restorer, a_restart_skips_done_records_and_marks_the_rest_as_redeliveries)
 	blq_restorer *r = restorer(rd, q, 16, 20000000);
 
 	/* 40 processed; the rest of the window waits in the target. */
-	cr_assert(TU_WAIT_FOR(rstats(r).done >= 40 && rstats(r).in_flight == 16, 5000),
-		  "done %llu in flight %llu", (unsigned long long)rstats(r).done,
-		  (unsigned long long)rstats(r).in_flight);
+	cr_assert(TU_WAIT_FOR(du_rstats(r).done >= 40 && du_rstats(r).in_flight == 16, 5000),
+		  "done %llu in flight %llu", (unsigned long long)du_rstats(r).done,
+		  (unsigned long long)du_rstats(r).in_flight);
 	blq_restorer_close(r); /* waits 20 ms, then releases the file */
-	struct blq_restorer_stats first = rstats(r);
+	struct blq_restorer_stats first = du_rstats(r);
 	cr_expect_eq(first.done, 40);
 	cr_expect_eq(first.returned, 16, "the items still in the target come again");
 	cr_expect_eq(du_count(dir, "*.bin"), 1);
@@ -205,8 +193,8 @@ Test(restorer, a_restart_skips_done_records_and_marks_the_rest_as_redeliveries)
 
 	blq *q2 = target(200, sink);
 	blq_restorer *r2 = restorer(rd, q2, 16, 0);
-	cr_assert(TU_WAIT_FOR(rstats(r2).dumps == 1, 5000));
-	struct blq_restorer_stats second = rstats(r2);
+	cr_assert(TU_WAIT_FOR(du_rstats(r2).dumps == 1, 5000));
+	struct blq_restorer_stats second = du_rstats(r2);
 	cr_expect_eq(second.records, 60, "the 40 done records are skipped");
 	cr_expect_eq(second.redelivered, 60);
 	cr_expect_eq(du_count(dir, "*.bin") + du_count(dir, ".*.ckpt"), 0);
@@ -232,15 +220,15 @@ Test(restorer, max_in_flight_bounds_what_is_in_flight)
 	blq_dump_reader *rd = fs_reader(dir);
 	blq_restorer *r = restorer(rd, q, 8, 0);
 
-	cr_assert(TU_WAIT_FOR(rstats(r).in_flight == 8, 5000));
+	cr_assert(TU_WAIT_FOR(du_rstats(r).in_flight == 8, 5000));
 	tu_sleep_us(30000);
-	cr_expect_eq(rstats(r).restored, 8, "the restorer waits at its bound, it never drops");
+	cr_expect_eq(du_rstats(r).restored, 8, "the restorer waits at its bound, it never drops");
 	cr_expect_leq(blq_size(q), 8);
 	/* Let items through one at a time for a while: never above 8. */
 	uint64_t worst = 0;
 	tu_gate_open(&gate);
-	while (rstats(r).dumps < 5) {
-		struct blq_restorer_stats s = rstats(r);
+	while (du_rstats(r).dumps < 5) {
+		struct blq_restorer_stats s = du_rstats(r);
 		if (s.in_flight > worst)
 			worst = s.in_flight;
 		cr_assert(s.records <= 300);
@@ -270,7 +258,7 @@ Test(restorer, items_the_target_loses_at_a_force_close_come_again)
 	blq_dump_reader *rd = fs_reader(dir);
 	blq_restorer *r = restorer(rd, q, 0, 0);
 
-	cr_assert(TU_WAIT_FOR(rstats(r).restored == 20 && blq_size(q) == 19, 5000));
+	cr_assert(TU_WAIT_FOR(du_rstats(r).restored == 20 && blq_size(q) == 19, 5000));
 	/* One item in the worker, 19 queued: a force close without a DLQ
 	 * loses the 19. Their records are not done. */
 	pthread_t t;
@@ -281,16 +269,16 @@ Test(restorer, items_the_target_loses_at_a_force_close_come_again)
 	struct blq_stats qs;
 	blq_stats(q, &qs);
 	cr_expect_eq(qs.lost, 19);
-	cr_expect(TU_WAIT_FOR(rstats(r).returned == 19, 5000));
-	cr_expect_eq(rstats(r).done, 1);
+	cr_expect(TU_WAIT_FOR(du_rstats(r).returned == 19, 5000));
+	cr_expect_eq(du_rstats(r).done, 1);
 	blq_restorer_free(r);
 	cr_expect_eq(du_count(dir, "*.bin"), 1, "the file stays for the lost items");
 	blq_free(q);
 
 	blq *q2 = target(100, sink);
 	blq_restorer *r2 = restorer(rd, q2, 0, 0);
-	cr_expect(TU_WAIT_FOR(rstats(r2).dumps == 1, 5000));
-	cr_expect_eq(rstats(r2).records, 19);
+	cr_expect(TU_WAIT_FOR(du_rstats(r2).dumps == 1, 5000));
+	cr_expect_eq(du_rstats(r2).records, 19);
 	blq_restorer_free(r2);
 	blq_close(q2);
 	unsigned dups;
@@ -318,7 +306,7 @@ static void *close_restorer(void *arg)
 	uint64_t t0 = tu_now_ns();
 	cr_expect_eq(blq_restorer_close(c->r), 0);
 	c->took_ns = tu_now_ns() - t0;
-	c->at_return = rstats(c->r);
+	c->at_return = du_rstats(c->r);
 	return NULL;
 }
 
@@ -330,7 +318,7 @@ Test(restorer, every_concurrent_close_waits_for_the_restorer_to_stop)
 	blq_dump_reader *rd = fs_reader(dir);
 	blq_restorer *r = restorer(rd, q, 0, 200000000); /* waits 200 ms at close */
 
-	cr_assert(TU_WAIT_FOR(rstats(r).restored == 20 && rstats(r).in_flight == 20, 5000));
+	cr_assert(TU_WAIT_FOR(du_rstats(r).restored == 20 && du_rstats(r).in_flight == 20, 5000));
 	pthread_barrier_t start;
 	pthread_barrier_init(&start, NULL, 2);
 	closer c[2] = {{.r = r, .start = &start}, {.r = r, .start = &start}};
@@ -374,10 +362,10 @@ Test(restorer, a_closed_target_keeps_the_records_and_says_so)
 	blq_restorer *r = blq_restorer_new(&rc, &err);
 	cr_assert_not_null(r, "%s", err.msg);
 
-	cr_expect(TU_WAIT_FOR(rstats(r).released >= 2, 5000), "released %llu",
-		  (unsigned long long)rstats(r).released);
+	cr_expect(TU_WAIT_FOR(du_rstats(r).released >= 2, 5000), "released %llu",
+		  (unsigned long long)du_rstats(r).released);
 	cr_expect(du_logged("the target refused an item (queue is closed)"), "log: %s", du_log_text);
-	struct blq_restorer_stats s = rstats(r);
+	struct blq_restorer_stats s = du_rstats(r);
 	cr_expect_eq(s.restored, 0);
 	cr_expect_eq(s.done, 0);
 	cr_expect_geq(s.returned, 2);
@@ -399,11 +387,11 @@ Test(restorer, a_file_removed_under_the_reader_is_finished_without_harm)
 	blq_dump_reader *rd = fs_reader(dir);
 	blq_restorer *r = restorer(rd, q, 0, 0);
 
-	cr_assert(TU_WAIT_FOR(rstats(r).restored == 30, 5000));
+	cr_assert(TU_WAIT_FOR(du_rstats(r).restored == 30, 5000));
 	cr_assert_eq(unlink(path), 0);
 	tu_gate_open(&gate);
-	cr_expect(TU_WAIT_FOR(rstats(r).done == 30, 5000));
-	cr_expect(TU_WAIT_FOR(rstats(r).dumps == 1, 5000));
+	cr_expect(TU_WAIT_FOR(du_rstats(r).done == 30, 5000));
+	cr_expect(TU_WAIT_FOR(du_rstats(r).dumps == 1, 5000));
 	cr_expect_eq(du_count(dir, ".*.ckpt"), 0);
 	unsigned dups;
 	cr_expect_eq(count_seen(30, &dups), 30);
@@ -442,7 +430,7 @@ Test(restorer, a_leaked_item_is_done_once_its_dump_wrote_it)
 	blq_dump_stats(d, &ds);
 	cr_expect_eq(ds.written, 10, "the source file went before its leaked items were durable");
 	cr_expect_eq(du_count(dlq, "*.bin"), 1);
-	struct blq_restorer_stats s = rstats(r);
+	struct blq_restorer_stats s = du_rstats(r);
 	cr_expect_eq(s.leaked, 10);
 	cr_expect_eq(s.done, 10);
 	blq_restorer_free(r);
@@ -467,9 +455,9 @@ Test(restorer, a_record_delivered_max_restores_times_goes_to_the_dead_store)
 		tu_gate_close(&gate);
 		blq *q = target(100, gated);
 		blq_restorer *r = restorer(rd, q, 0, 1000000);
-		cr_assert(TU_WAIT_FOR(rstats(r).restored == 5, 5000));
+		cr_assert(TU_WAIT_FOR(du_rstats(r).restored == 5, 5000));
 		blq_restorer_close(r);
-		cr_expect_eq(rstats(r).returned, 5);
+		cr_expect_eq(du_rstats(r).returned, 5);
 		tu_gate_open(&gate);
 		blq_restorer_free(r);
 		blq_free(q);
@@ -485,8 +473,8 @@ Test(restorer, a_record_delivered_max_restores_times_goes_to_the_dead_store)
 				  .max_restores = 2, .dead = dw};
 	blq_restorer *r = blq_restorer_new(&rc, &err);
 	cr_assert_not_null(r, "%s", err.msg);
-	cr_expect(TU_WAIT_FOR(rstats(r).dumps == 1, 5000));
-	struct blq_restorer_stats s = rstats(r);
+	cr_expect(TU_WAIT_FOR(du_rstats(r).dumps == 1, 5000));
+	struct blq_restorer_stats s = du_rstats(r);
 	cr_expect_eq(s.dead, 5, "restores 0 + deliveries 2 reached max_restores 2");
 	cr_expect_eq(s.restored, 0);
 	cr_expect_eq(s.records,
@@ -598,12 +586,12 @@ Test(restorer, a_stream_entry_stays_pending_until_its_outcome)
 	blq_dump_reader *rd = redis_reader(host, port, key, "one");
 	blq_restorer *r = restorer(rd, q, 0, 0);
 
-	cr_assert(TU_WAIT_FOR(rstats(r).restored == 20, 5000));
+	cr_assert(TU_WAIT_FOR(du_rstats(r).restored == 20, 5000));
 	tu_sleep_us(50000);
 	cr_expect_eq(redis_int(c, "XLEN %s", key), 20, "entries deleted before their outcome");
 	cr_expect_eq(redis_int(c, "XPENDING %s blq", key), 20);
 	tu_gate_open(&gate);
-	cr_expect(TU_WAIT_FOR(rstats(r).dumps == 1, 5000));
+	cr_expect(TU_WAIT_FOR(du_rstats(r).dumps == 1, 5000));
 	cr_expect_eq(redis_int(c, "XLEN %s", key), 0);
 	cr_expect_eq(redis_int(c, "XPENDING %s blq", key), 0);
 	unsigned dups;
@@ -632,9 +620,9 @@ Test(restorer, a_redelivered_entry_carries_its_delivery_count)
 
 	/* All 20 held in the target: close gives them back unacked, as a
 	 * crash would leave them. */
-	cr_assert(TU_WAIT_FOR(rstats(r).restored == 20, 5000));
+	cr_assert(TU_WAIT_FOR(du_rstats(r).restored == 20, 5000));
 	blq_restorer_close(r);
-	cr_expect_eq(rstats(r).returned, 20);
+	cr_expect_eq(du_rstats(r).returned, 20);
 	cr_expect_eq(redis_int(c, "XPENDING %s blq", key), 20);
 	tu_gate_open(&gate);
 	blq_close(q);
@@ -646,8 +634,8 @@ Test(restorer, a_redelivered_entry_carries_its_delivery_count)
 	blq *q2 = target(100, sink);
 	blq_dump_reader *rd2 = redis_reader(host, port, key, "same");
 	blq_restorer *r2 = restorer(rd2, q2, 0, 0);
-	cr_expect(TU_WAIT_FOR(rstats(r2).dumps == 1, 5000));
-	cr_expect_eq(rstats(r2).redelivered, 20);
+	cr_expect(TU_WAIT_FOR(du_rstats(r2).dumps == 1, 5000));
+	cr_expect_eq(du_rstats(r2).redelivered, 20);
 	blq_restorer_free(r2);
 	blq_close(q2);
 	for (unsigned i = 0; i < 20; i++) {
@@ -693,7 +681,7 @@ Test(restorer, a_stream_key_of_the_wrong_type_is_a_clear_error)
 	freeReplyObject(redisCommand(c, "DEL %s", key));
 	freeReplyObject(redisCommand(c, "SET %s hello", key));
 	cr_expect(TU_WAIT_FOR(du_logged("WRONGTYPE"), 5000), "log: %s", du_log_text);
-	cr_expect_geq(rstats(r).read_errors, 1);
+	cr_expect_geq(du_rstats(r).read_errors, 1);
 	blq_restorer_free(r);
 	blq_free(q);
 	blq_dump_reader_free(rd);
@@ -714,7 +702,7 @@ Test(restorer, a_group_deleted_under_a_running_restorer_loses_nothing)
 	blq_dump_reader *rd = redis_reader(host, port, key, "ng");
 	blq_restorer *r = restorer(rd, q, 16, 0);
 
-	cr_assert(TU_WAIT_FOR(rstats(r).restored == 16, 5000));
+	cr_assert(TU_WAIT_FOR(du_rstats(r).restored == 16, 5000));
 	freeReplyObject(redisCommand(c, "XGROUP DESTROY %s blq", key));
 	tu_gate_open(&gate);
 	/* The group comes back at the stream's start: what was not deleted
@@ -722,7 +710,7 @@ Test(restorer, a_group_deleted_under_a_running_restorer_loses_nothing)
 	cr_expect(TU_WAIT_FOR(redis_int(c, "XLEN %s", key) == 0 && count_seen(40, &(unsigned){0}) == 40,
 			      10000),
 		  "xlen %lld", redis_int(c, "XLEN %s", key));
-	cr_expect(TU_WAIT_FOR(rstats(r).in_flight == 0, 5000));
+	cr_expect(TU_WAIT_FOR(du_rstats(r).in_flight == 0, 5000));
 	blq_restorer_free(r);
 	blq_close(q);
 	unsigned dups;

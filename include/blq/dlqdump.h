@@ -387,20 +387,88 @@ typedef struct blq_dump_fs_config {
 	/** Reader: logger for quarantine reports; optional: when off, the
 	 * reader logs through its restorer's logger (blq_dump_reader_host). */
 	blq_logger logger;
+	/** Writer: its write size (the original's fs.Writer Buffer): a file
+	 * goes to disk in write(2) calls of at most this many bytes, the
+	 * header with the first records, then the batch a slice at a time.
+	 * The batch is already one block of memory, so the writer allocates
+	 * and copies nothing for it: this bounds the size of one system call
+	 * (and of one slice of I/O the file system sees), not memory. The
+	 * file, its fsync and its rename are the same whatever the size.
+	 * 0 (the default): the header and the whole batch in one writev, as
+	 * before this field existed. Otherwise BLQ_DUMP_FS_WRITE_BUFFER_MIN..
+	 * BLQ_DUMP_FS_WRITE_BUFFER_MAX bytes; blq_dump_fs_writer_new refuses
+	 * other values with BLQ_EINVAL ("write_buffer: ..."). Ignored by the
+	 * reader. */
+	size_t write_buffer;
+	/** Reader: where a finished file goes instead of being deleted (a
+	 * file whose records all reached their outcomes; the original's
+	 * OnEOF use case). The file is renamed into it under its own name
+	 * (NAME.1, NAME.2, ... when taken: never over another file), the
+	 * archive and the directory fsync'd, its checkpoint removed; its
+	 * bytes are the file's as written, so blq-dlq and
+	 * blq_inspect_open_fs read it as any dump. Created when missing
+	 * (one level). Must be a directory other than `directory`, on the
+	 * same file system (the move is a rename): blq_dump_fs_reader_new
+	 * checks both and refuses with BLQ_EINVAL ("archive: ..."). If the
+	 * rename fails later all the same (EXDEV after a mount changed, a
+	 * full or read-only archive), the commit fails: the restorer logs it
+	 * and counts it (blq_restorer_stats.read_errors), the file stays in
+	 * the directory with its checkpoint (every record marked done, so
+	 * none is restored again) and the move is tried again at the next
+	 * sync, or at the next claim of the file. The reader never empties
+	 * the archive: that is the application's. Optional: NULL deletes
+	 * finished files, as before. Damaged files still go to `quarantine`. */
+	const char *archive;
+	/** Reader: called with a finished file's path, after its move into
+	 * `archive` when there is one (the path is then the archived one),
+	 * else in place of its deletion (the path is in `directory`). The
+	 * path is valid during the call only (copy it). The hook decides
+	 * what becomes of the file:
+	 * - return 0: the hook has it. Without an archive, it must have
+	 *   taken the file out of the directory (renamed it elsewhere, or
+	 *   deleted it); if the same file still sits at the path, the commit
+	 *   fails (BLQ_EINVAL, logged and counted as below) and is tried
+	 *   again later.
+	 * - return BLQ_DUMP_FS_DELETE: the reader deletes the file at the
+	 *   path (with an archive: the archived copy).
+	 * - return a negative BLQ_E* code, with a message in err (optional):
+	 *   without an archive the commit fails: the restorer logs the
+	 *   message and counts it (blq_restorer_stats.read_errors), the file
+	 *   stays with its records marked done (none is restored again) and
+	 *   the hook is called again at the next sync or claim; with an
+	 *   archive it is logged (warn) and the file stays archived.
+	 * Called on the restorer's thread, one call at a time per reader,
+	 * while the restorer holds the file; it must not call the restorer
+	 * (blq_restorer_close or _free would deadlock) and should be quick:
+	 * no record is settled meanwhile. Optional: NULL. */
+	int (*finished)(void *ctx, const char *path, blq_error *err);
+	/** Passed to finished; borrowed. Refused (BLQ_EINVAL) without
+	 * finished. */
+	void *finished_ctx;
 } blq_dump_fs_config;
+
+/** What blq_dump_fs_config.finished returns to have the reader delete the
+ * file at the path it was given. */
+#define BLQ_DUMP_FS_DELETE 1
+
+/** The smallest blq_dump_fs_config.write_buffer other than 0 (bytes). */
+#define BLQ_DUMP_FS_WRITE_BUFFER_MIN 512u
+/** The largest blq_dump_fs_config.write_buffer (bytes): 1 GiB, a batch's
+ * largest capacity. */
+#define BLQ_DUMP_FS_WRITE_BUFFER_MAX (1u << 30)
 
 /**
  * A writer of one file per batch: a 16-byte header then the batch's
  * records, written to a hidden temporary name in the directory, fsync'd,
  * renamed (never over an existing file) and the directory fsync'd, so a
  * reader never sees a partial file.
- * \param cfg the directory, file_mask and match; only read during the
- *        call.
+ * \param cfg the directory, file_mask, match and write_buffer; only read
+ *        during the call.
  * \param[out] err optional; on failure receives the code and a message.
  * \return the writer, or NULL with BLQ_EINVAL (\p cfg NULL, a missing,
  *         non-directory or unwritable directory, an empty or bad file_mask,
- *         names that would not match match; the message names the field
- *         and the path) or BLQ_ENOMEM in \p err. The caller owns it: free
+ *         names that would not match match, a write_buffer out of its
+ *         range; the message names the field and the path or value) or BLQ_ENOMEM in \p err. The caller owns it: free
  *         it with blq_dump_writer_free after the dumps using it were freed.
  * \threadsafety The constructor: any thread. The writer: one thread at a
  * time (its dump's flush thread).
@@ -416,7 +484,9 @@ BLQ_API blq_dump_writer *blq_dump_fs_writer_new(const blq_dump_fs_config *cfg, b
  * directory fsync'd, so it survives a power cut too): a restart skips the
  * records done and marks the others as redeliveries. A file and its
  * checkpoint are removed once all its records are done (the directory
- * fsync'd after the file's removal).
+ * fsync'd after the file's removal); with an archive the file is renamed
+ * into it instead, and a finished hook decides what becomes of it
+ * (blq_dump_fs_config.archive and .finished).
  * A file with a bad magic, another version, a bad checksum, a truncated
  * tail, an absurd length or bad metadata is moved to the quarantine
  * directory (never deleted) after its intact records were restored: a
@@ -427,12 +497,15 @@ BLQ_API blq_dump_writer *blq_dump_fs_writer_new(const blq_dump_fs_config *cfg, b
  * file, its first damage and offset, the damaged spans and the bytes
  * skipped, the records restored), counted in the quarantined metric and
  * in its restorer's stats (blq_restorer_stats.quarantined).
- * \param cfg the directory, match, quarantine, version, name, metrics and
- *        logger; only read during the call (metrics is kept: borrowed).
+ * \param cfg the directory, match, quarantine, archive, finished (and its
+ *        ctx), version, name, metrics and logger; only read during the
+ *        call (metrics and finished_ctx are kept: borrowed).
  * \param[out] err optional; on failure receives the code and a message.
  * \return the reader, or NULL with BLQ_EINVAL (\p cfg NULL, missing
- *         directory, bad match or name, quarantine not creatable, a logger
- *         ctx without log) or BLQ_ENOMEM in \p err. The caller owns it:
+ *         directory, bad match or name, quarantine not creatable, an
+ *         archive not creatable, the directory itself or on another file
+ *         system, a logger ctx without log, a finished_ctx without
+ *         finished) or BLQ_ENOMEM in \p err. The caller owns it:
  *         free it with blq_dump_reader_free after the restorer using it was
  *         freed.
  * \threadsafety The constructor: any thread. The reader: one thread at a

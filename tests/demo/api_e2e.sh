@@ -138,6 +138,8 @@ bad_body "duplicate field" 400 '.error | test("malformed JSON.*duplicate")' \
 	'{"capacity": 10, "capacity": 20}'
 bad_body "dump without allow_leak" 400 '.error | test("^dump: needs \"allow_leak\"")' \
 	'{"capacity": 10, "workers_max": 1, "dump": {"capacity": 100}}'
+bad_body "dump.buffer below the fs writer's smallest write" 400 '.error | test("^dump.buffer: must be 0 or 512\\.\\.")' \
+	'{"capacity": 10, "workers_max": 1, "allow_leak": true, "dump": {"capacity": 1000, "buffer": 100}}'
 bad_body "producers_min > producers_max" 400 '.error | test("^producers_min: must be <= producers_max")' \
 	'{"capacity": 10, "workers_max": 1, "producers_min": 3, "producers_max": 2}'
 # Refused by the library (blq_new), not by the body's parser: its message.
