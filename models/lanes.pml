@@ -197,7 +197,16 @@ byte shead;			/* the shared ring's head, tail (positions) */
 byte stail;
 
 byte spills;			/* spill episodes begun (lanes.spills) */
-byte held;			/* the admission counter */
+/* The admission counter, one word as in the code: the count of places
+ * reserved (BLQ__HELD_MASK, the low 48 bits there; CNT here) and above
+ * it the refills in transit (BLQ__HELD_TRANSIT_ONE, 1 << 48; TONE here,
+ * TRN the number). Every step that changes it is one locked instruction
+ * on the whole word; a count taken below 0 borrows from the transit bits,
+ * as it would in the code (the assertions catch it). */
+byte held;
+#define TONE 16
+#define CNT(h) ((h) % TONE)
+#define TRN(h) ((h) / TONE)
 /* Each lane's credit: the low bits of its owner's cell's `entered`
  * (internal.h). The borrow (low bits 0xFFFF while the owner's add is
  * undone) is not a variable: it happens only at credit 0, nobody but the
@@ -208,6 +217,18 @@ byte cred[NP];
 byte occ;			/* items in the rings (claimed slots included) */
 byte win;			/* places of one item: between reserve and push, take and release */
 byte tr;			/* places reserved as credit, not yet added to it (keep_credit) */
+/* LANELESS: producer 1 owns no lane (a thread beyond the lanes); the
+ * workers look at lane 0 only (`made` is 1). NL: the lanes. */
+#ifdef LANELESS
+#if NP != 2
+#error "LANELESS needs NP 2"
+#endif
+#define LL (me == 1)
+#define NL 1
+#else
+#define LL 0
+#define NL NP
+#endif
 byte entered;
 byte left;
 bit closed;
@@ -250,13 +271,17 @@ inline observe(s)
 #define CREDS cred[0]
 #endif
 
-/* held never above capacity, and it covers the items in the rings and the
- * lanes' credit (occ + credit <= held: what blq__lanes_items = held -
- * credit relies on to count every item); held == items + credit whenever
- * no place is between reserve and push, take and release, or in transit
- * to a lane's credit. */
-#define QUIET assert(held <= CAP && occ <= CAP && occ + CREDS <= held); \
-	if :: win == 0 && tr == 0 -> assert(held == occ + CREDS) :: else fi
+/* held's count never above capacity, and it covers the items in the
+ * rings and the lanes' credit (occ + credit <= count: what
+ * blq__lanes_items = count - credit relies on to count every item); no
+ * more refills in transit than lane owners, and places in transit to a
+ * credit only while held says a refill is in transit (what a producer
+ * that finds the count full relies on to wait for them); count == items +
+ * credit whenever no place is between reserve and push, take and release,
+ * or in transit to a lane's credit. */
+#define QUIET assert(CNT(held) <= CAP && TRN(held) <= NP && occ <= CAP && \
+		occ + CREDS <= CNT(held) && (tr == 0 || TRN(held) > 0)); \
+	if :: win == 0 && tr == 0 -> assert(CNT(held) == occ + CREDS) :: else fi
 
 /* ---- the event count (ec.pml) ---- */
 
@@ -390,9 +415,13 @@ inline wake_all()
  * with BLQ_EFULL instead of waiting). cz, bit 2p + i: lane i's credit
  * was 0 at some moment since producer p's admission began; a refusal
  * needs every other lane's bit (no lane kept idle credit all through the
- * attempt). -DROOM_CHECK adds fs, bit p: held less the credit was at
- * capacity at some moment since p's admission began (the queue was full
- * while it tried); a refusal needs it too. */
+ * attempt). -DROOM_CHECK adds fs, bit p: held's count less the credit
+ * was at capacity at some moment since p's admission began (the queue
+ * was full while it tried); a refusal needs it too. -DROOM_STRICT: at
+ * capacity with no refill in transit (places on their way to a credit
+ * count as free). FULLNOW is evaluated at every step that can make it
+ * true: a reservation (the count up), a place taken from a credit (the
+ * credit down), the end of a transit. */
 #ifdef TRY
 byte efulls;
 byte cz;
@@ -402,9 +431,9 @@ byte cz;
 byte fs;
 #ifdef ROOM_STRICT
 /* Places in transit to a credit count as free. */
-#define FULLNOW if :: held - CREDS - tr >= CAP -> fs = 3 :: else fi
+#define FULLNOW if :: CNT(held) - CREDS >= CAP && TRN(held) == 0 -> fs = 3 :: else fi
 #else
-#define FULLNOW if :: held - CREDS >= CAP -> fs = 3 :: else fi
+#define FULLNOW if :: CNT(held) - CREDS >= CAP -> fs = 3 :: else fi
 #endif
 #else
 #define FULLNOW skip
@@ -442,37 +471,53 @@ inline undo()
 }
 
 /* blq__lanes_admit(q, l, 1) after enter() found no credit (so its own
- * take_credit finds 0: only the owner adds to its credit, and it has
- * not since; left out). lanes_reserve asks for BLQ__LANE_CREDIT: a load
- * of held (seq_cst, the re-check of a producer about to sleep) and below
- * CAP a CAS to held + min(CAP - held, CR), one step (the CAS loop is
- * the CAS that succeeds); one place for this item (win), the rest in
- * transit (tr) until keep_credit adds them to the lane's credit (its
- * load of the credit finds 0, as above: one locked add). held full:
- * take_others_credit, the other lane's credit (ours is 0): a load, and
- * above 0 a CAS taking one. NO_THIEF: that left out. */
+ * take_credit finds 0: only the owner adds to its credit, and it has not
+ * since; left out, in the first pass and in take_others_credit's look at
+ * our own lane on every pass). The loop, one pass a try:
+ * - lanes_reserve asks for BLQ__LANE_CREDIT (a lane's owner; a thread
+ *   without a lane, LANELESS, asks for the one place it wants): a load of
+ *   held (seq_cst, the re-check of a producer about to sleep) and, the
+ *   count below CAP, a CAS adding k = min(CAP - count, CR) to the count
+ *   and, when k is more than the place wanted (extras for the credit),
+ *   TONE, one refill in transit; one step (the CAS loop is the CAS that
+ *   succeeds). One place for this item (win), the rest in transit (tr).
+ * - The count full: take_others_credit, the other lane's credit (ours is
+ *   0): a load, and above 0 a CAS taking one. NO_THIEF: left out.
+ * - Nothing: in_transit, a load of held (seq_cst): a refill in transit,
+ *   another pass (the code yields first, and gives up after
+ *   BLQ__TRANSIT_WAIT_NS, about 10 ms: not modelled, the wait here has no
+ *   bound); none, the queue is full (ok 0). NO_TRANSIT_WAIT: full at
+ *   once, as the code was before the transit count.
+ * A place got, the extras of a refill go to the lane's credit
+ * (keep_credit: its load of the credit finds 0, as above, and keeps all:
+ * one locked add), then the refill counts itself out of transit (a
+ * locked sub of TONE, seq_cst). TRANSIT_EARLY: the sub before the add. */
 inline admit()
 {
-	atomic {
-		if
-		:: held < CAP ->
-			flush();
+	do
+	:: atomic {
 			if
-			:: CAP - held < CR -> got = CAP - held
-			:: else -> got = CR
-			fi;
-			held = held + got;
-			win++;
-			tr = tr + got - 1;
-			ok = 1;
-			FULLNOW;
-			QUIET
-		:: else -> ok = 0
-		fi
-	}
+			:: CNT(held) < CAP ->
+				flush();
+				if
+				:: LL -> got = 1
+				:: !LL && CAP - CNT(held) < CR -> got = CAP - CNT(held)
+				:: else -> got = CR
+				fi;
+				held = held + got + (got > 1 -> TONE : 0);
+				win++;
+				tr = tr + got - 1;
+				ok = 1;
+				FULLNOW;
+				QUIET
+			:: else -> ok = 0
+			fi
+		};
+		if
+		:: ok -> break
+		:: else
+		fi;
 #if NP > 1 && !defined(NO_THIEF)
-	if
-	:: !ok ->
 		atomic {
 			if
 			:: cred[1 - me] > 0 ->
@@ -484,12 +529,35 @@ inline admit()
 				QUIET
 			:: else
 			fi
-		}
-	:: else
-	fi;
+		};
+		if
+		:: ok -> break
+		:: else
+		fi;
 #endif
+#if defined(NO_TRANSIT_WAIT)
+		break
+#elif defined(RECHECK_COUNT)
+		if
+		:: TRN(held) == 0 && CNT(held) >= CAP -> break
+		:: else
+		fi
+#else
+		if
+		:: TRN(held) == 0 -> break
+		:: else
+		fi
+#endif
+	od;
 	if
-	:: got > 1 -> LOCKED(cred[me] = cred[me] + got - 1; tr = tr - got + 1; QUIET)
+	:: got > 1 ->
+#ifdef TRANSIT_EARLY
+		LOCKED(held = held - TONE; FULLNOW; QUIET);
+		LOCKED(cred[me] = cred[me] + got - 1; tr = tr - got + 1; QUIET)
+#else
+		LOCKED(cred[me] = cred[me] + got - 1; tr = tr - got + 1; QUIET);
+		LOCKED(held = held - TONE; FULLNOW; QUIET)
+#endif
 	:: else
 	fi;
 	got = 0
@@ -506,7 +574,8 @@ inline push_reserved()
 	atomic {
 		assert(bs[me] == 0);
 		if
-		:: (!spilling || shead >= spill_end) && slot[me] == FREE ->
+		:: LL -> ok = 0
+		:: !LL && (!spilling || shead >= spill_end) && slot[me] == FREE ->
 			spilling = 0;
 			slot[me] = FILLING;
 			item[me] = 1 + me * K + k;
@@ -516,7 +585,7 @@ inline push_reserved()
 			win--;
 			QUIET;
 			ok = 1
-		:: (!spilling || shead >= spill_end) && slot[me] != FREE ->
+		:: !LL && (!spilling || shead >= spill_end) && slot[me] != FREE ->
 #ifndef NO_SPILL_GUARD
 			flush();
 			spills++;
@@ -538,8 +607,12 @@ inline push_reserved()
 			sb[s] = me + 1;
 			bs[me] = s + 1;
 			stail++;
-			spilling = 1;
-			spill_end = stail;
+			if
+			:: !LL ->
+				spilling = 1;
+				spill_end = stail
+			:: else
+			fi;
 			s = 0;
 			occ++;
 			win--;
@@ -582,8 +655,20 @@ next:
 	fi;
 	undo();
 #else
+#ifdef LANELESS
+	if
+	:: LL ->
+		/* enter() without a lane: one add of BLQ__ENTER_ONE, counted
+		 * in, no credit. */
+		LOCKED(entered++)
+	:: else ->
+		enter();
+		undo()
+	fi;
+#else
 	enter();
 	undo();
+#endif
 	if
 	:: closed -> goto refuse
 	:: else
@@ -724,6 +809,7 @@ inline take1(s0, ok)
 			win++;
 #endif
 			consumed++;
+			QUIET;
 			assert((once & (1 << (got - 1))) == 0);
 			once = once | (1 << (got - 1));
 			ok = 1
@@ -815,10 +901,10 @@ inline take(ok)
 {
 	do
 	:: seen = spills;
-		take_at((me - NP) % NP, ok);
-#if NP > 1
+		take_at((me - NP) % NL, ok);
+#if NL > 1
 		if
-		:: !ok -> take_at((me - NP + 1) % NP, ok)
+		:: !ok -> take_at((me - NP + 1) % NL, ok)
 		:: else
 		fi;
 #endif
@@ -851,7 +937,7 @@ inline after_take()
 		/* blq__ring_items: blq__lanes_items, held (a load), less
 		 * the lanes' credit (a load of each cell's `entered`; one
 		 * step here for both), 0 when below. WAKE_HELD: held alone. */
-		t = held;
+		t = CNT(held);
 #ifndef WAKE_HELD
 		atomic {
 			if
@@ -895,7 +981,7 @@ look:
 	if
 	:: slept ->
 		/* blq__taken_items > 1: held less the credit, as above. */
-		t = held;
+		t = CNT(held);
 #ifndef WAKE_HELD
 		atomic {
 			if
@@ -1001,6 +1087,6 @@ init
 #endif
 	assert(consumed == accepted);
 	/* What is left in held is the lanes' idle credit. */
-	assert(held == CREDS && occ == 0 && win == 0 && tr == 0);
+	assert(CNT(held) == CREDS && TRN(held) == 0 && occ == 0 && win == 0 && tr == 0);
 	assert(waiters[ITEMS] == 0 && waiters[SPACE] == 0)
 }
