@@ -140,8 +140,10 @@
  *                       is read: a producer not yet counted in reads it
  *                       open, the worker exits, its item stays in a ring
  *   WAKE_HELD           after_take and the pass-on count held, not held
- *                       less the credit (CAP 3, CR 3): a producer that
- *                       found the credit in transit sleeps for good
+ *                       less the credit (CAP 3, CR 3, NO_TRANSIT_WAIT): a
+ *                       producer that found the credit in transit sleeps
+ *                       for good (the transit wait hides it in the sizes
+ *                       tried, but the code's gives up after 10 ms)
  *   NO_TRANSIT_WAIT     (with TRY ROOM_CHECK ROOM_STRICT) no wait for a
  *                       refill in transit (the code before the transit
  *                       count): refused while a refill's extras were on
