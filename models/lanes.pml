@@ -162,6 +162,11 @@
  * transit; a finding, not in the script). Candidate fixes, by hand:
  *   RECHECK_COUNT       refused only when the second load of held shows
  *                       the count full too: still fails, with 3 items
+ *   FIRST_TRANSIT       refused only when the second load shows the
+ *                       count full and both loads nothing in transit:
+ *                       fails with 5 items for producer 0 (a refill that
+ *                       begins after the first load and lands before the
+ *                       second; GEN's count of refills begun sees it)
  *   GEN                 held's word also counts the refills begun (gen,
  *                       above transit): refused only when the second
  *                       load finds the word as the failed reservation
@@ -170,7 +175,8 @@
  *                       at it): passes in every size tried
  *
  * Sizes: NP producers (1..2), NW workers (1..2), K items per producer
- * (1..4; K1 for producer 1, at most K), CAP capacity (1..4), CR credit
+ * (1..5, K + K1 at most 8: a bit per item; K1 for producer 1, at most
+ * K), CAP capacity (1..4), CR credit
  * (1..4, default 2).
  */
 
@@ -195,8 +201,8 @@
 #ifndef K1
 #define K1 K
 #endif
-#if NP < 1 || NP > 2 || NW < 1 || NW > 2 || K < 1 || K > 4 || K1 < 1 || K1 > K || CAP < 1 || CAP > 4 || CR < 1 || CR > 4
-#error "NP 1..2, NW 1..2, K 1..4, K1 1..K, CAP 1..4, CR 1..4"
+#if NP < 1 || NP > 2 || NW < 1 || NW > 2 || K < 1 || K > 5 || K1 < 1 || K1 > K || K + K1 > 8 || CAP < 1 || CAP > 4 || CR < 1 || CR > 4
+#error "NP 1..2, NW 1..2, K 1..5, K1 1..K, K + K1 <= 8, CAP 1..4, CR 1..4"
 #endif
 
 #if NP > 1
@@ -554,9 +560,11 @@ inline admit()
 				QUIET
 			:: else ->
 				ok = 0;
-#ifdef GEN
+#if defined(GEN)
 				wt = held;
 				wg = gen
+#elif defined(FIRST_TRANSIT)
+				wt = held
 #endif
 			fi
 		};
@@ -589,6 +597,11 @@ inline admit()
 		:: held == wt && gen == wg && TRN(held) == 0 -> break
 		:: else
 		fi
+#elif defined(FIRST_TRANSIT)
+		if
+		:: TRN(wt) == 0 && TRN(held) == 0 && CNT(held) >= CAP -> break
+		:: else
+		fi
 #elif defined(RECHECK_COUNT)
 		if
 		:: TRN(held) == 0 && CNT(held) >= CAP -> break
@@ -601,9 +614,11 @@ inline admit()
 		fi
 #endif
 	od;
-#ifdef GEN
+#if defined(GEN)
 	wt = 0;
 	wg = 0;
+#elif defined(FIRST_TRANSIT)
+	wt = 0;
 #endif
 	if
 	:: got > 1 ->
@@ -688,9 +703,11 @@ proctype Producer(byte me)
 	byte k;
 	byte s;
 	byte got;
-#ifdef GEN
+#if defined(GEN)
 	byte wt;		/* held and gen as the failed reservation saw them */
 	byte wg;
+#elif defined(FIRST_TRANSIT)
+	byte wt;		/* held as the failed reservation saw it */
 #endif
 
 next:
