@@ -9,7 +9,16 @@
  * The code modelled: main at 05f4f3e: the spill count, and the lane
  * credit (a lane's owner reserves BLQ__LANE_CREDIT places of held at a
  * time, kept in the low bits of its cell's `entered`; a producer that
- * finds held full takes what it needs of the other lanes' credit).
+ * finds held full takes what it needs of the other lanes' credit); and
+ * the transit count, the fix of docs/model-check.md's "Credit" as it is
+ * being written on main after d5329d0 (queue/lanes.c blq__lanes_admit):
+ * held's word counts the refills in transit above the places (bits
+ * 48..63, BLQ__HELD_TRANSIT_ONE), a refill with extras counts itself in
+ * with its CAS and out after keep_credit, and a producer that finds the
+ * count full and no credit to take waits while one is in transit (the
+ * code yields and passes again, for at most BLQ__TRANSIT_WAIT_NS, 10 ms:
+ * that bound is not modelled, the wait here is unbounded). A thread
+ * without a lane steals credit too (LANELESS).
  *
  * Design
  * - Rings: NP lanes of one slot each (queue/rings.c push_reserved: the
@@ -35,11 +44,13 @@
  *   it in, both before `closed` is read. A place taken from the credit
  *   of a closed queue goes back (blq__lanes_unspend). No credit: the
  *   admission, a load of held (seq_cst) and below CAP a CAS to held +
- *   min(CAP - held, CR), one place for the item, the rest in transit
- *   until keep_credit adds them to the lane's credit (a locked add);
- *   held full: the other lane's credit, a load and a CAS taking one
- *   (take_others_credit; its own lane's credit is 0 there and left
- *   out). CR stands for BLQ__LANE_CREDIT (32): CR 2 with CAP 2 is a
+ *   min(CAP - held, CR) and, with extras, one refill in transit, one
+ *   place for the item, the rest in transit until keep_credit adds
+ *   them to the lane's credit (a locked add), then the transit count
+ *   down (a locked sub); held's count full: the other lane's credit, a
+ *   load and a CAS taking one (take_others_credit; its own lane's
+ *   credit is 0 there and left out); none: a load of held, and while a
+ *   refill is in transit the admission again, else full. CR stands for BLQ__LANE_CREDIT (32): CR 2 with CAP 2 is a
  *   refill that can take the whole queue (a queue of 32 or less), with
  *   CAP 3 a credit smaller than the capacity; CR 3 with CAP 3 a credit
  *   more than half the capacity (a queue of less than 64); with CAP 1
@@ -88,16 +99,19 @@
  * Checked (pan -DSAFETY): no invalid end state (a thread asleep for good
  * while there is an item to take or room to push: a lost wake-up; or a
  * worker that never exits, or a closer that never finishes); assertions:
- * held in [0, CAP] (a byte: a decrement below 0 wraps above CAP) and the
- * rings never holding more than CAP items (exact capacity); items in the
- * rings + the lanes' credit <= held at every step (what blq__lanes_items
- * = held - credit relies on: it never counts an item out, nor a place
- * twice); whenever no place is between its reservation and its push,
- * between a take and its release, or in transit to a credit, held equals
- * the items in the rings plus the credit; the reservation always finds
+ * held's count in [0, CAP] (a decrement below 0 borrows from the transit
+ * bits: the count reads above CAP) and the refills in transit at most the
+ * lanes, the rings never holding more than CAP items (exact capacity);
+ * items in the rings + the lanes' credit <= held's count at every step
+ * (what blq__lanes_items = count - credit relies on: it never counts an
+ * item out, nor a place twice); places on their way to a credit only
+ * while held counts a refill in transit; whenever no place is between its
+ * reservation and its push, between a take and its release, or in transit
+ * to a credit, held's count equals the items in the rings plus the
+ * credit; the reservation always finds
  * a slot; every item taken at most once; at the end every accepted item
- * taken once, held equal to the credit left in the lanes, no waiter
- * left; with -DTRY, a refusal only when every other lane's credit was 0
+ * taken once, held's count equal to the credit left in the lanes and
+ * nothing in transit, no waiter left; with -DTRY, a refusal only when every other lane's credit was 0
  * at some moment of the attempt (no idle credit makes a queue refuse);
  * a worker takes each
  * producer's items in the order they were enqueued (lanes.h, "Order";
@@ -126,17 +140,43 @@
  *                       is read: a producer not yet counted in reads it
  *                       open, the worker exits, its item stays in a ring
  *   WAKE_HELD           after_take and the pass-on count held, not held
- *                       less the credit (CAP 3, CR 3): a producer that
- *                       found the credit in transit sleeps for good
+ *                       less the credit (CAP 3, CR 3, NO_TRANSIT_WAIT): a
+ *                       producer that found the credit in transit sleeps
+ *                       for good (the transit wait hides it in the sizes
+ *                       tried, but the code's gives up after 10 ms)
+ *   NO_TRANSIT_WAIT     (with TRY ROOM_CHECK ROOM_STRICT) no wait for a
+ *                       refill in transit (the code before the transit
+ *                       count): refused while a refill's extras were on
+ *                       their way to its credit
+ *   TRANSIT_EARLY       the refill counts itself out of transit before
+ *                       keep_credit: places in transit while held says
+ *                       none are (QUIET)
  *
- * -DROOM_CHECK (with TRY) asserts more: a refusal only when held less the
- * credit was at capacity at some moment of the call (places in transit
- * to a credit counted as taken). -DROOM_STRICT counts them as free, and
- * the code fails it (docs/model-check.md, "Credit"): a finding, not in
- * the script.
+ * -DROOM_CHECK (with TRY) asserts more: a refusal only when held's count
+ * less the credit was at capacity at some moment of the call (places in
+ * transit to a credit counted as taken). -DROOM_STRICT: at capacity with
+ * no refill in transit (places in transit count as free). The transit
+ * wait passes it with 1 item per producer, where NO_TRANSIT_WAIT fails;
+ * with 2 it fails (docs/model-check.md, "Credit": a refill that begins
+ * and ends between the thief's look at the count and its look at
+ * transit; a finding, not in the script). Candidate fixes, by hand:
+ *   RECHECK_COUNT       refused only when the second load of held shows
+ *                       the count full too: still fails, with 3 items
+ *   FIRST_TRANSIT       refused only when the second load shows the
+ *                       count full and both loads nothing in transit:
+ *                       fails with 5 items for producer 0 (a refill that
+ *                       begins after the first load and lands before the
+ *                       second; GEN's count of refills begun sees it)
+ *   GEN                 held's word also counts the refills begun (gen,
+ *                       above transit): refused only when the second
+ *                       load finds the word as the failed reservation
+ *                       saw it, with nothing in transit (no refill began
+ *                       between, so no credit appeared after the look
+ *                       at it): passes in every size tried
  *
  * Sizes: NP producers (1..2), NW workers (1..2), K items per producer
- * (1..4; K1 for producer 1, at most K), CAP capacity (1..4), CR credit
+ * (1..5, K + K1 at most 8: a bit per item; K1 for producer 1, at most
+ * K), CAP capacity (1..4), CR credit
  * (1..4, default 2).
  */
 
@@ -161,8 +201,8 @@
 #ifndef K1
 #define K1 K
 #endif
-#if NP < 1 || NP > 2 || NW < 1 || NW > 2 || K < 1 || K > 4 || K1 < 1 || K1 > K || CAP < 1 || CAP > 4 || CR < 1 || CR > 4
-#error "NP 1..2, NW 1..2, K 1..4, K1 1..K, CAP 1..4, CR 1..4"
+#if NP < 1 || NP > 2 || NW < 1 || NW > 2 || K < 1 || K > 5 || K1 < 1 || K1 > K || K + K1 > 8 || CAP < 1 || CAP > 4 || CR < 1 || CR > 4
+#error "NP 1..2, NW 1..2, K 1..5, K1 1..K, K + K1 <= 8, CAP 1..4, CR 1..4"
 #endif
 
 #if NP > 1
@@ -197,7 +237,16 @@ byte shead;			/* the shared ring's head, tail (positions) */
 byte stail;
 
 byte spills;			/* spill episodes begun (lanes.spills) */
-byte held;			/* the admission counter */
+/* The admission counter, one word as in the code: the count of places
+ * reserved (BLQ__HELD_MASK, the low 48 bits there; CNT here) and above
+ * it the refills in transit (BLQ__HELD_TRANSIT_ONE, 1 << 48; TONE here,
+ * TRN the number). Every step that changes it is one locked instruction
+ * on the whole word; a count taken below 0 borrows from the transit bits,
+ * as it would in the code (the assertions catch it). */
+byte held;
+#define TONE 16
+#define CNT(h) ((h) % TONE)
+#define TRN(h) ((h) / TONE)
 /* Each lane's credit: the low bits of its owner's cell's `entered`
  * (internal.h). The borrow (low bits 0xFFFF while the owner's add is
  * undone) is not a variable: it happens only at credit 0, nobody but the
@@ -208,9 +257,26 @@ byte cred[NP];
 byte occ;			/* items in the rings (claimed slots included) */
 byte win;			/* places of one item: between reserve and push, take and release */
 byte tr;			/* places reserved as credit, not yet added to it (keep_credit) */
+/* LANELESS: producer 1 owns no lane (a thread beyond the lanes); the
+ * workers look at lane 0 only (`made` is 1). NL: the lanes. */
+#ifdef LANELESS
+#if NP != 2
+#error "LANELESS needs NP 2"
+#endif
+#define LL (me == 1)
+#define NL 1
+#else
+#define LL 0
+#define NL NP
+#endif
 byte entered;
 byte left;
 bit closed;
+#ifdef GEN
+/* GEN: refills begun, in held's word above the transit count (one word:
+ * changed only with held, in the same step). */
+byte gen;
+#endif
 
 /* Bookkeeping, not protocol. */
 byte once;			/* bit per item taken */
@@ -250,13 +316,17 @@ inline observe(s)
 #define CREDS cred[0]
 #endif
 
-/* held never above capacity, and it covers the items in the rings and the
- * lanes' credit (occ + credit <= held: what blq__lanes_items = held -
- * credit relies on to count every item); held == items + credit whenever
- * no place is between reserve and push, take and release, or in transit
- * to a lane's credit. */
-#define QUIET assert(held <= CAP && occ <= CAP && occ + CREDS <= held); \
-	if :: win == 0 && tr == 0 -> assert(held == occ + CREDS) :: else fi
+/* held's count never above capacity, and it covers the items in the
+ * rings and the lanes' credit (occ + credit <= count: what
+ * blq__lanes_items = count - credit relies on to count every item); no
+ * more refills in transit than lane owners, and places in transit to a
+ * credit only while held says a refill is in transit (what a producer
+ * that finds the count full relies on to wait for them); count == items +
+ * credit whenever no place is between reserve and push, take and release,
+ * or in transit to a lane's credit. */
+#define QUIET assert(CNT(held) <= CAP && TRN(held) <= NP && occ <= CAP && \
+		occ + CREDS <= CNT(held) && (tr == 0 || TRN(held) > 0)); \
+	if :: win == 0 && tr == 0 -> assert(CNT(held) == occ + CREDS) :: else fi
 
 /* ---- the event count (ec.pml) ---- */
 
@@ -390,9 +460,13 @@ inline wake_all()
  * with BLQ_EFULL instead of waiting). cz, bit 2p + i: lane i's credit
  * was 0 at some moment since producer p's admission began; a refusal
  * needs every other lane's bit (no lane kept idle credit all through the
- * attempt). -DROOM_CHECK adds fs, bit p: held less the credit was at
- * capacity at some moment since p's admission began (the queue was full
- * while it tried); a refusal needs it too. */
+ * attempt). -DROOM_CHECK adds fs, bit p: held's count less the credit
+ * was at capacity at some moment since p's admission began (the queue
+ * was full while it tried); a refusal needs it too. -DROOM_STRICT: at
+ * capacity with no refill in transit (places on their way to a credit
+ * count as free). FULLNOW is evaluated at every step that can make it
+ * true: a reservation (the count up), a place taken from a credit (the
+ * credit down), the end of a transit. */
 #ifdef TRY
 byte efulls;
 byte cz;
@@ -402,9 +476,9 @@ byte cz;
 byte fs;
 #ifdef ROOM_STRICT
 /* Places in transit to a credit count as free. */
-#define FULLNOW if :: held - CREDS - tr >= CAP -> fs = 3 :: else fi
+#define FULLNOW if :: CNT(held) - CREDS >= CAP && TRN(held) == 0 -> fs = 3 :: else fi
 #else
-#define FULLNOW if :: held - CREDS >= CAP -> fs = 3 :: else fi
+#define FULLNOW if :: CNT(held) - CREDS >= CAP -> fs = 3 :: else fi
 #endif
 #else
 #define FULLNOW skip
@@ -442,37 +516,63 @@ inline undo()
 }
 
 /* blq__lanes_admit(q, l, 1) after enter() found no credit (so its own
- * take_credit finds 0: only the owner adds to its credit, and it has
- * not since; left out). lanes_reserve asks for BLQ__LANE_CREDIT: a load
- * of held (seq_cst, the re-check of a producer about to sleep) and below
- * CAP a CAS to held + min(CAP - held, CR), one step (the CAS loop is
- * the CAS that succeeds); one place for this item (win), the rest in
- * transit (tr) until keep_credit adds them to the lane's credit (its
- * load of the credit finds 0, as above: one locked add). held full:
- * take_others_credit, the other lane's credit (ours is 0): a load, and
- * above 0 a CAS taking one. NO_THIEF: that left out. */
+ * take_credit finds 0: only the owner adds to its credit, and it has not
+ * since; left out, in the first pass and in take_others_credit's look at
+ * our own lane on every pass). The loop, one pass a try:
+ * - lanes_reserve asks for BLQ__LANE_CREDIT (a lane's owner; a thread
+ *   without a lane, LANELESS, asks for the one place it wants): a load of
+ *   held (seq_cst, the re-check of a producer about to sleep) and, the
+ *   count below CAP, a CAS adding k = min(CAP - count, CR) to the count
+ *   and, when k is more than the place wanted (extras for the credit),
+ *   TONE, one refill in transit; one step (the CAS loop is the CAS that
+ *   succeeds). One place for this item (win), the rest in transit (tr).
+ * - The count full: take_others_credit, the other lane's credit (ours is
+ *   0): a load, and above 0 a CAS taking one. NO_THIEF: left out.
+ * - Nothing: in_transit, a load of held (seq_cst): a refill in transit,
+ *   another pass (the code yields first, and gives up after
+ *   BLQ__TRANSIT_WAIT_NS, about 10 ms: not modelled, the wait here has no
+ *   bound); none, the queue is full (ok 0). NO_TRANSIT_WAIT: full at
+ *   once, as the code was before the transit count.
+ * A place got, the extras of a refill go to the lane's credit
+ * (keep_credit: its load of the credit finds 0, as above, and keeps all:
+ * one locked add), then the refill counts itself out of transit (a
+ * locked sub of TONE, seq_cst). TRANSIT_EARLY: the sub before the add. */
 inline admit()
 {
-	atomic {
-		if
-		:: held < CAP ->
-			flush();
+	do
+	:: atomic {
 			if
-			:: CAP - held < CR -> got = CAP - held
-			:: else -> got = CR
-			fi;
-			held = held + got;
-			win++;
-			tr = tr + got - 1;
-			ok = 1;
-			FULLNOW;
-			QUIET
-		:: else -> ok = 0
-		fi
-	}
+			:: CNT(held) < CAP ->
+				flush();
+				if
+				:: LL -> got = 1
+				:: !LL && CAP - CNT(held) < CR -> got = CAP - CNT(held)
+				:: else -> got = CR
+				fi;
+				held = held + got + (got > 1 -> TONE : 0);
+#ifdef GEN
+				gen = gen + (got > 1 -> 1 : 0);
+#endif
+				win++;
+				tr = tr + got - 1;
+				ok = 1;
+				FULLNOW;
+				QUIET
+			:: else ->
+				ok = 0;
+#if defined(GEN)
+				wt = held;
+				wg = gen
+#elif defined(FIRST_TRANSIT)
+				wt = held
+#endif
+			fi
+		};
+		if
+		:: ok -> break
+		:: else
+		fi;
 #if NP > 1 && !defined(NO_THIEF)
-	if
-	:: !ok ->
 		atomic {
 			if
 			:: cred[1 - me] > 0 ->
@@ -484,12 +584,51 @@ inline admit()
 				QUIET
 			:: else
 			fi
-		}
-	:: else
-	fi;
+		};
+		if
+		:: ok -> break
+		:: else
+		fi;
+#endif
+#if defined(NO_TRANSIT_WAIT)
+		break
+#elif defined(GEN)
+		if
+		:: held == wt && gen == wg && TRN(held) == 0 -> break
+		:: else
+		fi
+#elif defined(FIRST_TRANSIT)
+		if
+		:: TRN(wt) == 0 && TRN(held) == 0 && CNT(held) >= CAP -> break
+		:: else
+		fi
+#elif defined(RECHECK_COUNT)
+		if
+		:: TRN(held) == 0 && CNT(held) >= CAP -> break
+		:: else
+		fi
+#else
+		if
+		:: TRN(held) == 0 -> break
+		:: else
+		fi
+#endif
+	od;
+#if defined(GEN)
+	wt = 0;
+	wg = 0;
+#elif defined(FIRST_TRANSIT)
+	wt = 0;
 #endif
 	if
-	:: got > 1 -> LOCKED(cred[me] = cred[me] + got - 1; tr = tr - got + 1; QUIET)
+	:: got > 1 ->
+#ifdef TRANSIT_EARLY
+		LOCKED(held = held - TONE; FULLNOW; QUIET);
+		LOCKED(cred[me] = cred[me] + got - 1; tr = tr - got + 1; QUIET)
+#else
+		LOCKED(cred[me] = cred[me] + got - 1; tr = tr - got + 1; QUIET);
+		LOCKED(held = held - TONE; FULLNOW; QUIET)
+#endif
 	:: else
 	fi;
 	got = 0
@@ -506,7 +645,8 @@ inline push_reserved()
 	atomic {
 		assert(bs[me] == 0);
 		if
-		:: (!spilling || shead >= spill_end) && slot[me] == FREE ->
+		:: LL -> ok = 0
+		:: !LL && (!spilling || shead >= spill_end) && slot[me] == FREE ->
 			spilling = 0;
 			slot[me] = FILLING;
 			item[me] = 1 + me * K + k;
@@ -516,7 +656,7 @@ inline push_reserved()
 			win--;
 			QUIET;
 			ok = 1
-		:: (!spilling || shead >= spill_end) && slot[me] != FREE ->
+		:: !LL && (!spilling || shead >= spill_end) && slot[me] != FREE ->
 #ifndef NO_SPILL_GUARD
 			flush();
 			spills++;
@@ -538,8 +678,12 @@ inline push_reserved()
 			sb[s] = me + 1;
 			bs[me] = s + 1;
 			stail++;
-			spilling = 1;
-			spill_end = stail;
+			if
+			:: !LL ->
+				spilling = 1;
+				spill_end = stail
+			:: else
+			fi;
 			s = 0;
 			occ++;
 			win--;
@@ -559,6 +703,12 @@ proctype Producer(byte me)
 	byte k;
 	byte s;
 	byte got;
+#if defined(GEN)
+	byte wt;		/* held and gen as the failed reservation saw them */
+	byte wg;
+#elif defined(FIRST_TRANSIT)
+	byte wt;		/* held as the failed reservation saw it */
+#endif
 
 next:
 	if
@@ -582,8 +732,20 @@ next:
 	fi;
 	undo();
 #else
+#ifdef LANELESS
+	if
+	:: LL ->
+		/* enter() without a lane: one add of BLQ__ENTER_ONE, counted
+		 * in, no credit. */
+		LOCKED(entered++)
+	:: else ->
+		enter();
+		undo()
+	fi;
+#else
 	enter();
 	undo();
+#endif
 	if
 	:: closed -> goto refuse
 	:: else
@@ -724,6 +886,7 @@ inline take1(s0, ok)
 			win++;
 #endif
 			consumed++;
+			QUIET;
 			assert((once & (1 << (got - 1))) == 0);
 			once = once | (1 << (got - 1));
 			ok = 1
@@ -815,10 +978,10 @@ inline take(ok)
 {
 	do
 	:: seen = spills;
-		take_at((me - NP) % NP, ok);
-#if NP > 1
+		take_at((me - NP) % NL, ok);
+#if NL > 1
 		if
-		:: !ok -> take_at((me - NP + 1) % NP, ok)
+		:: !ok -> take_at((me - NP + 1) % NL, ok)
 		:: else
 		fi;
 #endif
@@ -851,7 +1014,7 @@ inline after_take()
 		/* blq__ring_items: blq__lanes_items, held (a load), less
 		 * the lanes' credit (a load of each cell's `entered`; one
 		 * step here for both), 0 when below. WAKE_HELD: held alone. */
-		t = held;
+		t = CNT(held);
 #ifndef WAKE_HELD
 		atomic {
 			if
@@ -895,7 +1058,7 @@ look:
 	if
 	:: slept ->
 		/* blq__taken_items > 1: held less the credit, as above. */
-		t = held;
+		t = CNT(held);
 #ifndef WAKE_HELD
 		atomic {
 			if
@@ -1001,6 +1164,6 @@ init
 #endif
 	assert(consumed == accepted);
 	/* What is left in held is the lanes' idle credit. */
-	assert(held == CREDS && occ == 0 && win == 0 && tr == 0);
+	assert(CNT(held) == CREDS && TRN(held) == 0 && occ == 0 && win == 0 && tr == 0);
 	assert(waiters[ITEMS] == 0 && waiters[SPACE] == 0)
 }

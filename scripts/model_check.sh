@@ -7,7 +7,8 @@
 # SPIN: the model as the code is must pass an exhaustive search in each
 # size below, each broken variant (a barrier, an acknowledgement, a wake,
 # the counter's order, the spill guard, the credit's thief, the borrow's
-# order or the credit in the wake-up taken out) must give an error trail. One line per check, then "model check: N passed, N failed";
+# order, the credit in the wake-up, the wait for a refill in transit or
+# the transit count's order taken out) must give an error trail. One line per check, then "model check: N passed, N failed";
 # the exit status is non-zero when any check went wrong. Builds in a
 # temporary directory (MODEL_CHECK_KEEP=1 keeps it, with the trails).
 # docs/model-check.md says what is modelled and what each variant shows.
@@ -67,10 +68,16 @@ broken=(NO_TAKE_BARRIER NO_HANDOFF_FENCE NO_ACK ACK_BEFORE_SNAP)
 #   CLOSE_ANY, the close at any moment (producers refused, a place of
 #     credit given back): 1 producer, 1 worker, 2 items, capacity 2
 #   2 producers, 1 worker, 1 item each, capacity 3, credit 3: a credit
-#     more than half the capacity (the wake-up must not count it)
+#     more than half the capacity (the wake-up must not count it); and
+#     the same with NO_TRANSIT_WAIT, the wait for a refill in transit
+#     given up at once, as the code's gives up after 10 ms
 #   TRY, try-enqueue: 2 producers, 1 worker, 1 item each, capacity 2:
 #     a full queue refuses only when no lane's credit sat idle, and
-#     (ROOM_CHECK) only when it was full at some moment of the call
+#     (ROOM_CHECK ROOM_STRICT) only when it was full, with no refill in
+#     transit, at some moment of the call (the transit count and the
+#     wait for it; ROOM_CHECK alone, transit counted as full, is implied);
+#     and the same with producer 1 without a lane (LANELESS: it steals
+#     credit and waits for a transit too)
 # and with MODEL_CHECK_FULL=1 also (about 4 minutes more of pan, most of
 # it the 25 million states and 1.2 GB of the second, and a compile each):
 #   1 producer, 2 workers, 2 items, capacity 2: two workers on one lane
@@ -80,12 +87,15 @@ broken=(NO_TAKE_BARRIER NO_HANDOFF_FENCE NO_ACK ACK_BEFORE_SNAP)
 #   CLOSE_ANY: 2 producers, 1 worker, 1 item each, capacity 2
 #   2 producers, 1 worker, 2 items each, capacity 3: a credit smaller
 #     than the capacity, spills
-#   TRY: 2 producers, 1 worker, 2 items each, capacity 2
+#   TRY ROOM_CHECK: 2 producers, 1 worker, 2 items each, capacity 2
+#     (ROOM_STRICT fails there: docs/model-check.md, "Credit")
 lanes_sizes=("-DNP=2 -DNW=1 -DK=2 -DCAP=2"
 	"-DNP=1 -DNW=2 -DK=2 -DCAP=1"
 	"-DNP=1 -DNW=1 -DK=2 -DCAP=2 -DCLOSE_ANY"
 	"-DNP=2 -DNW=1 -DK=1 -DCAP=3 -DCR=3"
-	"-DNP=2 -DNW=1 -DK=1 -DCAP=2 -DTRY -DROOM_CHECK")
+	"-DNP=2 -DNW=1 -DK=1 -DCAP=3 -DCR=3 -DNO_TRANSIT_WAIT"
+	"-DNP=2 -DNW=1 -DK=1 -DCAP=2 -DTRY -DROOM_CHECK -DROOM_STRICT"
+	"-DNP=2 -DNW=1 -DK=1 -DCAP=2 -DTRY -DROOM_CHECK -DROOM_STRICT -DLANELESS")
 if [ "${MODEL_CHECK_FULL:-0}" = 1 ]; then
 	lanes_sizes+=("-DNP=1 -DNW=2 -DK=2 -DCAP=2"
 		"-DNP=2 -DNW=2 -DK=1 -DCAP=2"
@@ -98,10 +108,15 @@ fi
 lanes_small=("-DNP=1 -DNW=2 -DK=2 -DCAP=1"
 	"-DNP=1 -DNW=1 -DK=2 -DCAP=2 -DCLOSE_ANY"
 	"-DNP=2 -DNW=1 -DK=1 -DCAP=3 -DCR=3"
-	"-DNP=2 -DNW=1 -DK=1 -DCAP=2 -DTRY -DROOM_CHECK")
+	"-DNP=2 -DNW=1 -DK=1 -DCAP=3 -DCR=3 -DNO_TRANSIT_WAIT"
+	"-DNP=2 -DNW=1 -DK=1 -DCAP=2 -DTRY -DROOM_CHECK -DROOM_STRICT"
+	"-DNP=2 -DNW=1 -DK=1 -DCAP=2 -DTRY -DROOM_CHECK -DROOM_STRICT -DLANELESS")
 # Broken variants, each with the size it fails in (NO_RELEASE_BARRIER
 # needs every item of a full queue in a take whose release is late;
-# WAKE_HELD a credit more than half the capacity: docs/model-check.md).
+# WAKE_HELD a credit more than half the capacity, and the wait for a
+# refill in transit given up (the transit wait hides its trail, but the
+# code's wait gives up after 10 ms); NO_TRANSIT_WAIT try-enqueue and the
+# strict room check: docs/model-check.md).
 lanes_broken=("-DRELEASE_EARLY -DNP=2 -DNW=1 -DK=2 -DCAP=2"
 	"-DNO_SPACE_WAKE -DNP=2 -DNW=1 -DK=2 -DCAP=2"
 	"-DNO_RELEASE_BARRIER -DNP=1 -DNW=2 -DK=2 -DCAP=1"
@@ -109,7 +124,9 @@ lanes_broken=("-DRELEASE_EARLY -DNP=2 -DNW=1 -DK=2 -DCAP=2"
 	"-DNO_SPILL_GUARD -DNP=2 -DNW=1 -DK=2 -DCAP=2"
 	"-DNO_THIEF -DTRY -DNP=2 -DNW=1 -DK=1 -DCAP=2"
 	"-DUNDO_LATE -DCLOSE_ANY -DNP=1 -DNW=1 -DK=2 -DCAP=2"
-	"-DWAKE_HELD -DNP=2 -DNW=1 -DK=1 -DCAP=3 -DCR=3")
+	"-DWAKE_HELD -DNO_TRANSIT_WAIT -DNP=2 -DNW=1 -DK=1 -DCAP=3 -DCR=3"
+	"-DNO_TRANSIT_WAIT -DTRY -DROOM_CHECK -DROOM_STRICT -DNP=2 -DNW=1 -DK=1 -DCAP=2"
+	"-DTRANSIT_EARLY -DNP=2 -DNW=1 -DK=1 -DCAP=2")
 
 # Runs one search: spin -a, gcc (-O2; -O0 for the broken variants, whose
 # searches are tiny: compiling pan.c at -O2 takes longer than they do),
