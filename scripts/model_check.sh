@@ -87,8 +87,9 @@ broken=(NO_TAKE_BARRIER NO_HANDOFF_FENCE NO_ACK ACK_BEFORE_SNAP)
 #   CLOSE_ANY: 2 producers, 1 worker, 1 item each, capacity 2
 #   2 producers, 1 worker, 2 items each, capacity 3: a credit smaller
 #     than the capacity, spills
-#   TRY ROOM_CHECK: 2 producers, 1 worker, 2 items each, capacity 2
-#     (ROOM_STRICT fails there: docs/model-check.md, "Credit")
+#   TRY ROOM_CHECK: 2 producers, 1 worker, 2 items each, capacity 2,
+#     and the same with ROOM_STRICT (12 million states: the size where
+#     NO_GEN, the look at transit alone, fails)
 lanes_sizes=("-DNP=2 -DNW=1 -DK=2 -DCAP=2"
 	"-DNP=1 -DNW=2 -DK=2 -DCAP=1"
 	"-DNP=1 -DNW=1 -DK=2 -DCAP=2 -DCLOSE_ANY"
@@ -101,7 +102,8 @@ if [ "${MODEL_CHECK_FULL:-0}" = 1 ]; then
 		"-DNP=2 -DNW=2 -DK=1 -DCAP=2"
 		"-DNP=2 -DNW=1 -DK=1 -DCAP=2 -DCLOSE_ANY"
 		"-DNP=2 -DNW=1 -DK=2 -DCAP=3"
-		"-DNP=2 -DNW=1 -DK=2 -DCAP=2 -DTRY -DROOM_CHECK")
+		"-DNP=2 -DNW=1 -DK=2 -DCAP=2 -DTRY -DROOM_CHECK"
+		"-DNP=2 -DNW=1 -DK=2 -DCAP=2 -DTRY -DROOM_CHECK -DROOM_STRICT")
 fi
 # The sizes above whose search takes a few seconds at -O0: compiled at
 # -O0, as the broken variants are (gcc -O2 on pan.c takes about 10 s).
@@ -116,7 +118,8 @@ lanes_small=("-DNP=1 -DNW=2 -DK=2 -DCAP=1"
 # WAKE_HELD a credit more than half the capacity, and the wait for a
 # refill in transit given up (the transit wait hides its trail, but the
 # code's wait gives up after 10 ms); NO_TRANSIT_WAIT try-enqueue and the
-# strict room check: docs/model-check.md).
+# strict room check; NO_GEN the same with 2 items each, a refill landing
+# between a thief's two looks (16 s at -O0): docs/model-check.md).
 lanes_broken=("-DRELEASE_EARLY -DNP=2 -DNW=1 -DK=2 -DCAP=2"
 	"-DNO_SPACE_WAKE -DNP=2 -DNW=1 -DK=2 -DCAP=2"
 	"-DNO_RELEASE_BARRIER -DNP=1 -DNW=2 -DK=2 -DCAP=1"
@@ -126,7 +129,8 @@ lanes_broken=("-DRELEASE_EARLY -DNP=2 -DNW=1 -DK=2 -DCAP=2"
 	"-DUNDO_LATE -DCLOSE_ANY -DNP=1 -DNW=1 -DK=2 -DCAP=2"
 	"-DWAKE_HELD -DNO_TRANSIT_WAIT -DNP=2 -DNW=1 -DK=1 -DCAP=3 -DCR=3"
 	"-DNO_TRANSIT_WAIT -DTRY -DROOM_CHECK -DROOM_STRICT -DNP=2 -DNW=1 -DK=1 -DCAP=2"
-	"-DTRANSIT_EARLY -DNP=2 -DNW=1 -DK=1 -DCAP=2")
+	"-DTRANSIT_EARLY -DNP=2 -DNW=1 -DK=1 -DCAP=2"
+	"-DNO_GEN -DTRY -DROOM_CHECK -DROOM_STRICT -DNP=2 -DNW=1 -DK=2 -DCAP=2")
 
 # Runs one search: spin -a, gcc (-O2; -O0 for the broken variants, whose
 # searches are tiny: compiling pan.c at -O2 takes longer than they do),
