@@ -589,17 +589,23 @@ out:
 	return rc;
 }
 
-/* A due item into the due ring, a handle's marked queued first (a worker
- * may start it at once), and back to delayed if the ring was full. */
-static bool push_due(blq__ring *due, const blq__item *it)
+/* A handle's item into the due ring: marked queued first (a worker may
+ * start it at once), and back to delayed if the ring was full. Out of
+ * line: the assist's loop stays the plain push for every other item. */
+static __attribute__((noinline)) bool push_due_marked(blq__ring *due, const blq__item *it)
 {
-	if (__builtin_expect(it->done == NULL, 1))
-		return blq__ring_push(due, it);
 	blq__handle_where(it->done, BLQ_HANDLE_QUEUED);
 	if (blq__ring_push(due, it))
 		return true;
 	blq__handle_where(it->done, BLQ_HANDLE_DELAYED);
 	return false;
+}
+
+static inline bool push_due(blq__ring *due, const blq__item *it)
+{
+	if (__builtin_expect(it->done == NULL, 1))
+		return blq__ring_push(due, it);
+	return push_due_marked(due, it);
 }
 
 void blq__timer_assist(blq *q, uint64_t now)
