@@ -13,6 +13,7 @@
  * text needs, so a caller can size its buffer and call again.
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -106,55 +107,66 @@ static void leak_family(out *o, const blq_prom *r)
 	}
 }
 
-/* The leaks by reason, for watched queues: blq_stats' leaked_* read at
- * render time (nothing on the queue's path), so each series equals its
- * blq_stats field and the five add up to leaked. queue_leak_total{dir}
- * counts the same events by side, where fail_to_dlq and deadline_to_dlq
- * say "rear" and a close "front" (docs/reference-metrics.md). */
-static void leak_reason_family(out *o, const blq_prom *r)
+/* One series of a counter family read from blq_stats at render time
+ * (nothing on the queue's path): the field at `off`, with a second label
+ * `key="value"` when key is not NULL. */
+typedef struct stats_series {
+	const char *value;
+	size_t off;
+} stats_series;
+
+/* A counter family of the watched queues' blq_stats fields, n series a
+ * queue. */
+static void stats_family(out *o, const blq_prom *r, const char *name, const char *help,
+			 const char *key, const stats_series *v, size_t n)
 {
 	char lbl[NAME_MAX_LEN * 2 + 1];
 
-	blq__prom_emit(o, "# HELP queue_leak_reason_total Items handed to the DLQ, by why "
-			  "(blq_stats leaked_*).\n"
-			  "# TYPE queue_leak_reason_total counter\n");
+	blq__prom_emit(o, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
 	for (const series *s = r->head; s != NULL; s = s->next) {
 		struct blq_stats st;
 
 		if (s->watched == NULL || blq_stats(s->watched, &st) != 0)
 			continue;
-		const struct {
-			const char *why;
-			uint64_t v;
-		} v[] = {{"overflow_rear", st.leaked_rear}, {"overflow_front", st.leaked_front},
-			 {"failed", st.leaked_failed},       {"deadline", st.leaked_deadline},
-			 {"closed", st.leaked_closed}};
-
 		blq__prom_escape(lbl, sizeof(lbl), s->name);
-		for (size_t k = 0; k < sizeof(v) / sizeof(v[0]); k++)
-			blq__prom_emit(o, "queue_leak_reason_total{queue=\"%s\",reason=\"%s\"} %llu\n",
-				       lbl, v[k].why, (unsigned long long)v[k].v);
+		for (size_t k = 0; k < n; k++) {
+			uint64_t x = *(const uint64_t *)((const char *)&st + v[k].off);
+
+			if (key != NULL)
+				blq__prom_emit(o, "%s{queue=\"%s\",%s=\"%s\"} %llu\n", name, lbl, key,
+					       v[k].value, (unsigned long long)x);
+			else
+				blq__prom_emit(o, "%s{queue=\"%s\"} %llu\n", name, lbl,
+					       (unsigned long long)x);
+		}
 	}
 }
 
-/* Producers refused at producers_blocked_max, for watched queues
- * (blq_stats read at render time, as the leak reasons above). */
-static void turned_away_family(out *o, const blq_prom *r)
+/* The leaks by reason: each series equals its blq_stats field and the
+ * five add up to leaked. queue_leak_total{dir} counts the same events by
+ * side, where fail_to_dlq and deadline_to_dlq say "rear" and a close
+ * "front" (docs/reference-metrics.md). Then the producers refused at
+ * producers_blocked_max. */
+static void stats_families(out *o, const blq_prom *r)
 {
-	char lbl[NAME_MAX_LEN * 2 + 1];
+	static const stats_series why[] = {
+		{"overflow_rear", offsetof(struct blq_stats, leaked_rear)},
+		{"overflow_front", offsetof(struct blq_stats, leaked_front)},
+		{"failed", offsetof(struct blq_stats, leaked_failed)},
+		{"deadline", offsetof(struct blq_stats, leaked_deadline)},
+		{"closed", offsetof(struct blq_stats, leaked_closed)},
+	};
+	static const stats_series turned_away[] = {
+		{NULL, offsetof(struct blq_stats, producers_turned_away)},
+	};
 
-	blq__prom_emit(o, "# HELP queue_producers_turned_away_total Blocking enqueues refused "
-			  "because producers_blocked_max producers were waiting already.\n"
-			  "# TYPE queue_producers_turned_away_total counter\n");
-	for (const series *s = r->head; s != NULL; s = s->next) {
-		struct blq_stats st;
-
-		if (s->watched == NULL || blq_stats(s->watched, &st) != 0)
-			continue;
-		blq__prom_escape(lbl, sizeof(lbl), s->name);
-		blq__prom_emit(o, "queue_producers_turned_away_total{queue=\"%s\"} %llu\n", lbl,
-			       (unsigned long long)st.producers_turned_away);
-	}
+	stats_family(o, r, "queue_leak_reason_total",
+		     "Items handed to the DLQ, by why (blq_stats leaked_*).", "reason", why,
+		     sizeof(why) / sizeof(why[0]));
+	stats_family(o, r, "queue_producers_turned_away_total",
+		     "Blocking enqueues refused because producers_blocked_max producers were "
+		     "waiting already.",
+		     NULL, turned_away, 1);
 }
 
 static void subq_family(out *o, const blq_prom *r, const char *name, const char *help,
@@ -295,8 +307,7 @@ int blq_prom_render(blq_prom *r, char *buf, size_t len)
 	counter_family(&o, r, "queue_out_total", "Items taken by a worker.", C_OUT);
 	counter_family(&o, r, "queue_retry_total", "Retries of failed items.", C_RETRY);
 	leak_family(&o, r);
-	leak_reason_family(&o, r);
-	turned_away_family(&o, r);
+	stats_families(&o, r);
 	counter_family(&o, r, "queue_deadline_total", "Items taken after their deadline.",
 		       C_DEADLINE);
 	counter_family(&o, r, "queue_lost_total", "Items dropped: no DLQ at force close, or the DLQ refused.",
