@@ -176,12 +176,6 @@ Test(timed_enqueue, a_batch_takes_what_fits_then_times_out, .timeout = 30)
 /* A leak inside a timed enqueue into a DLQ that is another (full,
  * blocking) queue waits by that queue's rules, not the call's limit: the
  * leaked item gets into the DLQ once it has room. */
-static void *open_dlq_after_50ms(void *g)
-{
-	tu_sleep_us(50000);
-	tu_gate_open(g);
-	return NULL;
-}
 
 Test(timed_enqueue, the_limit_is_the_calls_own_queue_not_its_dlq, .timeout = 30)
 {
@@ -192,7 +186,7 @@ Test(timed_enqueue, the_limit_is_the_calls_own_queue_not_its_dlq, .timeout = 30)
 	blq *q = full_queue(&w, 1, 1, &c);
 	pthread_t opener;
 
-	pthread_create(&opener, NULL, open_dlq_after_50ms, &dw.gate);
+	pthread_create(&opener, NULL, open_after_50ms, &dw.gate);
 	/* q is full and leaky: the new item leaks into dlq, which is full
 	 * until the opener lets its worker go (50 ms): the 1 ms limit is q's,
 	 * so the leak still waits and lands. */
