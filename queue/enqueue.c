@@ -386,8 +386,9 @@ int blq_try_enqueue_job(blq *q, const blq_job *job)
  * Timed enqueues (blq_enqueue_timeout and kin): a blocking enqueue whose
  * waits for room end at a limit. The limit is this thread's for the call,
  * not a parameter through the engines: the waits that read it
- * (admission.c's wait for room, the transit wait, timer.c's wait for the
- * timer's room) run on the producer's own thread, and every other path
+ * (admission.c's wait for room, timer.c's wait for the timer's room) run
+ * on the producer's own thread (the lanes' wait for a refill in transit
+ * is bounded by 10 ms of its own and does not), and every other path
  * (the hot one included) is the blocking enqueue's, unchanged. It is
  * keyed by the queue: a leak inside the call into a DLQ that is another
  * queue (blq_as_enqueuer) waits as that queue's own blq_enqueue does.
