@@ -15,7 +15,7 @@
 #
 # Environment: BLQ_TEST_BUILDS="plain address thread" picks the builds;
 # BLQ_TEST_JOBS sets the build parallelism (default: nproc);
-# BLQ_TEST_FUZZ_SECONDS the fuzzing time per target (default 6, to keep the
+# BLQ_TEST_FUZZ_SECONDS the fuzzing time per target (default 4, to keep the
 #   run within CI's 30 minutes; 0 skips it).
 set -uo pipefail
 
@@ -195,7 +195,7 @@ fi
 # The fs reader, blq-demo's init body parser, the Redis entry check, the
 # inspector's locations and its JSON lines, schedules, a dump file's
 # checkpoint and queue configurations, each for fuzz_seconds from its seeds.
-fuzz_seconds=${BLQ_TEST_FUZZ_SECONDS:-6}
+fuzz_seconds=${BLQ_TEST_FUZZ_SECONDS:-4}
 if [ "$fuzz_seconds" -gt 0 ]; then
 	dir=build/test-fuzz
 	if CC=clang cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBLQ_SANITIZE=fuzzer \
