@@ -16,6 +16,8 @@
  * shared rings from their home one. A worker that finds a ring deep takes
  * a hand of items at once (blq__take_ahead, worker.c), from any of them.
  */
+#include <sched.h>
+
 #include "internal.h"
 #include "thread_hash.h"
 
@@ -90,43 +92,57 @@ static void push_reserved(blq *q, blq__lane *l, const blq__item *tmpl, void *con
 			  size_t n)
 {
 	size_t done = 0;
-	unsigned ring = 0;
+	unsigned ring = 0, first;
 	uint64_t end = 0;
 
 	if (l == NULL) {
 		/* No lane: one shared ring of our own while it has room. */
-		done = push_shared(q, q->nrings == 1 ? 0 : blq__thread_cell(q->nrings), tmpl,
-				   payloads, 0, n, &ring, &end);
-		if (done > 0)
-			blq__lane_note_shared(q, ring, end);
-		goto check;
-	}
-	if (!l->spilling || spill_over(q, l)) {
-		uint64_t pos, k;
+		first = q->nrings == 1 ? 0 : blq__thread_cell(q->nrings);
+	} else {
+		if (!l->spilling || spill_over(q, l)) {
+			uint64_t pos, k;
 
-		l->spilling = false;
-		while (done < n && (k = blq__ring_reserve_sp(&l->ring, n - done, &pos)) > 0) {
-			fill(&l->ring, pos, k, tmpl, payloads, done);
-			done += k;
+			l->spilling = false;
+			while (done < n && (k = blq__ring_reserve_sp(&l->ring, n - done, &pos)) > 0) {
+				fill(&l->ring, pos, k, tmpl, payloads, done);
+				done += k;
+			}
+			if (done == n)
+				return;
+			l->spill_ring = (unsigned)(l - q->lanes.lane) % q->nrings;
+			/* A spill begins: after the lane's items, before the
+			 * shared ones (lanes.h, "Order"). */
+			atomic_fetch_add_explicit(&q->lanes.spills, 1, memory_order_seq_cst);
 		}
-		if (done == n)
-			return;
-		l->spill_ring = (unsigned)(l - q->lanes.lane) % q->nrings;
-		/* A spill begins: after the lane's items, before the shared
-		 * ones (lanes.h, "Order"). */
-		atomic_fetch_add_explicit(&q->lanes.spills, 1, memory_order_seq_cst);
+		/* The lane is full, or older items of ours still wait in
+		 * the shared ring: after them. */
+		first = l->spill_ring;
 	}
-	/* The lane is full, or older items of ours still wait in the
-	 * shared ring: after them. */
-	done += push_shared(q, l->spill_ring, tmpl, payloads, done, n - done, &ring, &end);
-	if (ring == l->spill_ring) {
+	/* held reserved the room (lanes.h, "Capacity"), so the shared rings
+	 * have it. Yet under TSan (queue_stress_lanes, 40 producers, 3
+	 * streams: about one round in a hundred) a push found every shared
+	 * ring full while held counted room, and found a slot after one
+	 * yield in every case logged: a lag between a take's release of
+	 * held and its ring's head as this producer sees it, whose cause is
+	 * not found yet (the session note of 2026-11-28). So look again,
+	 * yielding, for up to a second before calling it broken. */
+	done += push_shared(q, first, tmpl, payloads, done, n - done, &ring, &end);
+	for (uint64_t t0 = 0; done < n;) {
+		uint64_t now = blq__fast_ns();
+
+		if (t0 == 0)
+			t0 = now;
+		else if (now - t0 > 1000000000ull)
+			abort(); /* the count is wrong, not late */
+		sched_yield();
+		done += push_shared(q, first, tmpl, payloads, done, n - done, &ring, &end);
+	}
+	if (l == NULL) {
+		blq__lane_note_shared(q, ring, end);
+	} else if (ring == l->spill_ring) {
 		l->spilling = true;
 		l->spill_end = end;
 	}
-check:
-	/* Cannot happen: held reserved the room (lanes.h, "Capacity"). */
-	if (done < n)
-		abort();
 }
 
 void blq__push_placed(blq *q, blq__lane *l, const blq__item *it)
