@@ -24,8 +24,7 @@ void blq__cond_wait_until(pthread_cond_t *c, pthread_mutex_t *mu, uint64_t deadl
 		pthread_cond_wait(c, mu);
 		return;
 	}
-	struct timespec ts = {.tv_sec = (time_t)(deadline_ns / 1000000000u),
-			      .tv_nsec = (long)(deadline_ns % 1000000000u)};
+	struct timespec ts = blq__timespec_of(deadline_ns);
 	pthread_cond_timedwait(c, mu, &ts);
 }
 

@@ -120,10 +120,7 @@ static bool workers_gone(const blq *q, bool leave_detached)
  * signals cond under mu.) */
 static bool wait_workers(blq *q, uint64_t abs_ns, bool leave_detached)
 {
-	struct timespec ts = {
-		.tv_sec = (time_t)(abs_ns / 1000000000u),
-		.tv_nsec = (long)(abs_ns % 1000000000u),
-	};
+	struct timespec ts = blq__timespec_of(abs_ns);
 	bool done;
 
 	pthread_mutex_lock(&q->mu);

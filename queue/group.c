@@ -256,10 +256,7 @@ int blq_group_wait(blq_group *g, uint64_t timeout_ns)
 	if (blq__is_own_worker(g->q))
 		return BLQ_EDEADLK;
 	uint64_t abs = timeout_ns == 0 ? 0 : blq__deadline_after(timeout_ns); /* 0: none */
-	struct timespec ts = {
-		.tv_sec = (time_t)(abs / 1000000000u),
-		.tv_nsec = (long)(abs % 1000000000u),
-	};
+	struct timespec ts = blq__timespec_of(abs);
 	int rc = 0;
 
 	pthread_mutex_lock(&g->mu);

@@ -365,9 +365,7 @@ static struct timespec wake_at(const blq *q, uint64_t due, uint64_t now)
 		wait = BLQ__TIMER_OWN_CLOCK_POLL_NS;
 	uint64_t mono = blq__monotonic_ns();
 	uint64_t abs = blq__sat_add(mono, wait);
-	struct timespec ts = {.tv_sec = (time_t)(abs / 1000000000u),
-			      .tv_nsec = (long)(abs % 1000000000u)};
-	return ts;
+	return blq__timespec_of(abs);
 }
 
 /* At a wake-up: did the workers serve what came due while the thread
@@ -558,8 +556,7 @@ int blq__timer_add(blq *q, const blq__item *it, uint64_t now, uint64_t delay,
 		}
 		t->room_waiters++;
 		if (until != 0) {
-			struct timespec ts = {.tv_sec = (time_t)(until / 1000000000u),
-					      .tv_nsec = (long)(until % 1000000000u)};
+			struct timespec ts = blq__timespec_of(until);
 
 			pthread_cond_timedwait(&t->room, &t->mu, &ts);
 		} else {

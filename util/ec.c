@@ -10,6 +10,7 @@
  * across processes.
  */
 #include "ec.h"
+#include "monotonic.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -23,8 +24,7 @@ void blq__ec_wait(blq__ec *ec, uint32_t snapshot, uint64_t abs_ns)
 	struct timespec ts, *tsp = NULL;
 
 	if (abs_ns != 0) {
-		ts.tv_sec = (time_t)(abs_ns / 1000000000u);
-		ts.tv_nsec = (long)(abs_ns % 1000000000u);
+		ts = blq__timespec_of(abs_ns);
 		tsp = &ts;
 	}
 	/* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC time, so a

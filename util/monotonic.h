@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 
 /* CLOCK_MONOTONIC in nanoseconds (the kernel's, as every sleep deadline
  * needs; the queue's cheap default clock is blq__fast_ns in queue/). */
@@ -13,6 +14,14 @@ uint64_t blq__monotonic_ns(void);
 static inline uint64_t blq__sat_add(uint64_t a, uint64_t b)
 {
 	return b > UINT64_MAX - a ? UINT64_MAX : a + b;
+}
+
+/* An absolute CLOCK_MONOTONIC time in ns as the timespec that
+ * pthread_cond_timedwait and futex waits take. */
+static inline struct timespec blq__timespec_of(uint64_t abs_ns)
+{
+	return (struct timespec){.tv_sec = (time_t)(abs_ns / 1000000000u),
+				 .tv_nsec = (long)(abs_ns % 1000000000u)};
 }
 
 /* A condition variable whose timed waits are on CLOCK_MONOTONIC, so a
