@@ -255,5 +255,10 @@ int blq__config_check(const blq_config *c, blq_error *err)
 		return bad(err, "%s: ctx is set but log is NULL", "logger");
 	if (c->on_done.fn == NULL && c->on_done.ctx != NULL)
 		return bad(err, "%s: ctx is set but fn is NULL", "on_done");
+	/* A copy the queue made must be freed by the queue, and so must the
+	 * original it stands in for (late.c). */
+	if (c->item_dup != NULL && c->item_free == NULL)
+		return bad(err, "%s: set without item_free (the queue frees the original "
+			   "of a copied payload, and copies it drops)", "item_dup");
 	return 0;
 }

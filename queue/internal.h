@@ -191,6 +191,10 @@ typedef struct blq__worker {
 	/* The worker's hand (worker.c, handback.c), on lines of its own at
 	 * the end: the fields above are read by other threads per item. */
 	alignas(BLQ__CACHELINE) blq__hand h;
+	/* Set by the thread that gave the running attempt up when it ended
+	 * the item at the limit (late.c), before its BLQ__HAND_GONE store;
+	 * read and cleared by the worker after blq__hand_settle. */
+	bool late;
 } blq__worker;
 
 enum blq__state {
@@ -454,6 +458,11 @@ void blq__abandon(blq *q, blq__cell *c, const blq__item *it);
 /* Cancelled through its handle: freed, counted cancelled. (The DLQ and
  * lost paths above end a cancelled item so too.) */
 void blq__cancelled(blq *q, blq__cell *c, const blq__item *it);
+/* On this thread, while `on` (until called again with false): `payload`
+ * (NULL too) is lent to a callback the watchdog gave up on (late.c), so
+ * an item with it that ends here is not freed (item_free runs when the
+ * callback returns). */
+void blq__lend_payload(bool on, void *payload);
 
 /* handle.c: cancelling one item. Each takes the item's hook (NULL:
  * none): only a handle's counts. */
@@ -473,8 +482,16 @@ int blq__enqueue_job_handle(blq *q, const blq_job *job, bool try_only, blq_handl
 
 /* retry.c: a failed attempt with retries left, rc what a DLQ hears of it
  * (blq_dlq_why.rc). True when the item went somewhere (the timer, a ring,
- * the DLQ); false: no room anywhere, run it again now on this worker. */
+ * the DLQ); false: no room anywhere, run it again now on this worker. w
+ * NULL: no worker (the watchdog ending a late attempt, late.c). */
 bool blq__retry(blq *q, blq__worker *w, blq__item *it, int rc);
+/* An attempt failed with rc, timed out, or was cancelled: counts it, then
+ * ends the item or retries it (blq__retry: the same return and w). Out
+ * of line on purpose: keeping rc for a DLQ's why inside the worker's loop
+ * cost every processed item 3 instructions (register choices in
+ * blq__worker_main; callgrind, 1 worker, items that succeed). */
+__attribute__((noinline)) bool blq__attempt_failed(blq *q, blq__worker *w, blq__item *it, int rc,
+						   bool timed_out, bool cancelled);
 
 /* timer.c */
 int blq__timer_init(blq *q);
@@ -544,6 +561,25 @@ bool blq__backlog_flush(blq *q, blq__backlog *b, bool drop);
 /* A worker whose limited attempt returned given up: waits for the
  * takeover to finish and keeps what it was left. */
 void blq__hand_settle(blq__worker *w);
+
+/* late.c: an attempt given up at its limit ends at its limit. */
+/* The item of a late attempt, on its way. */
+typedef struct blq__late {
+	blq__item it;   /* its payload the application's copy when `copied` */
+	bool copied;    /* blq_config.item_dup made the payload */
+	bool cancelled; /* its handle was cancelled */
+} blq__late;
+/* The giver-up's half before it tells the worker (blq__hand_take), under
+ * the same handshake: raises the task's token and, unless the callback
+ * claimed the payload, decides whether the item can go on now; if so,
+ * copies it into *late, counts it in q->staged and sets w->late, so the
+ * worker, once its callback returns, only frees the original. `room`:
+ * places left in the giver-up's backlog, where a retry that finds no
+ * room waits (the whole hand must fit beside it). */
+bool blq__late_take(blq *q, blq__worker *w, blq__late *late, unsigned room);
+/* The rest, after blq__hand_take: the item's outcome or its retry, now,
+ * on the giver-up's thread; a retry with no room waits in b. */
+void blq__late_end(blq *q, blq__late *late, blq__backlog *b);
 
 /* watchdog.c: attempts past their time limit. */
 /* Publishes a running attempt's limit in *busy_until (a worker's) and

@@ -6,6 +6,10 @@
  * config's), so that a hook sees the counters already updated.
  * blq_enqueue_wait is one such hook (wait.c).
  *
+ * An item that timed out at its limit while its callback runs on ends on
+ * the watchdog's thread with its payload lent to that callback
+ * (blq__lend_payload, late.c): counted and told now, freed at the return.
+ *
  * An item leaves for the DLQ with its reason (blq__to_dlq), which picks
  * its leak counter; a DLQ with enqueue_why hears it, with the attempts
  * that ran, the failed attempt's code, the queue's name and its wall
@@ -49,9 +53,23 @@ void blq__processed(blq *q, blq__cell *own, const blq__item *it)
 	finish(q, it, BLQ_OUTCOME_PROCESSED);
 }
 
+/* The payload a late attempt's callback may still read (late.c), on the
+ * thread ending its item at the limit. A pointer compare rather than a
+ * flag, so that a hook that ends another item meanwhile frees that one. */
+static _Thread_local __attribute__((tls_model("initial-exec"))) struct {
+	void *payload;
+	bool on;
+} lent;
+
+void blq__lend_payload(bool on, void *payload)
+{
+	lent.payload = payload;
+	lent.on = on;
+}
+
 void blq__drop(blq *q, const blq__item *it, _Atomic uint64_t *counter, enum blq_outcome o)
 {
-	if (q->cfg.item_free != NULL)
+	if (q->cfg.item_free != NULL && !(lent.on && it->payload == lent.payload))
 		q->cfg.item_free(it->payload);
 	blq__count_shared(counter);
 	finish(q, it, o);

@@ -9,6 +9,12 @@
  * the DLQ (as a failure: leaked_failed), and any other queue runs the
  * attempt again right here on this worker: a worker never blocks on a full
  * queue (it is the one that would drain it), and nothing is dropped.
+ *
+ * The same path serves an attempt the watchdog ended at its time limit
+ * while its callback runs on (late.c): there is no worker then (w NULL),
+ * so the counts go to the closer's cell with locked adds, the retry skips
+ * the worker's inbox, and "no room" hands the item back to the watchdog,
+ * which places it when room comes.
  */
 #include "internal.h"
 
@@ -32,6 +38,21 @@ static uint64_t delay_for(const blq *q, const blq__item *it)
 	return d > BLQ__INTERVAL_LIMIT ? BLQ__INTERVAL_LIMIT : d;
 }
 
+/* Where an attempt's end is counted: the worker's own cell (a plain
+ * store: one writer), or without a worker the closer's (shared). */
+static blq__cell *cell_of(blq *q, blq__worker *w)
+{
+	return w != NULL ? w->cell : &q->cells[q->ncells - 1];
+}
+
+static void count(blq__worker *w, _Atomic uint64_t *c)
+{
+	if (w != NULL)
+		blq__count_own(c);
+	else
+		blq__count_shared(c);
+}
+
 /* The retry happens: count it and report its delay. On the timer path this
  * comes after the item is parked, so whoever sees the event finds its due
  * time fixed. */
@@ -39,7 +60,7 @@ static void retried(blq *q, blq__worker *w, uint64_t d)
 {
 	const blq_metrics_writer *m = q->cfg.metrics;
 
-	blq__count_own(&w->cell->retried);
+	count(w, &cell_of(q, w)->retried);
 	if (m != NULL && m->queue_retry != NULL)
 		m->queue_retry(m->ctx, q->name, d);
 }
@@ -51,7 +72,7 @@ bool blq__retry(blq *q, blq__worker *w, blq__item *it, int rc)
 		 * one waiting for its next attempt (so a DLQ hears of the
 		 * attempts that ran, this one included). */
 		it->attempt++;
-		blq__abandon(q, w->cell, it);
+		blq__abandon(q, cell_of(q, w), it);
 		return true;
 	}
 	it->attempt++;
@@ -63,7 +84,8 @@ bool blq__retry(blq *q, blq__worker *w, blq__item *it, int rc)
 		if (it->done != NULL)
 			blq__handle_where(it->done, BLQ_HANDLE_DELAYED);
 		/* The worker's own inbox first: no lock (inbox.c). */
-		if (blq__inbox_add(q, w, it, now, d) || blq__timer_add(q, it, now, d, BLQ__TRY) == 0) {
+		if ((w != NULL && blq__inbox_add(q, w, it, now, d)) ||
+		    blq__timer_add(q, it, now, d, BLQ__TRY) == 0) {
 			retried(q, w, d);
 			/* The clock is read: serve the timer's due items,
 			 * if its head is past due (timer.c). */
@@ -72,7 +94,7 @@ bool blq__retry(blq *q, blq__worker *w, blq__item *it, int rc)
 		}
 		if (q->leaky) {
 			it->attempt--;
-			blq__to_dlq(q, w->cell, it, BLQ_DLQ_FAILED, rc);
+			blq__to_dlq(q, cell_of(q, w), it, BLQ_DLQ_FAILED, rc);
 			return true;
 		}
 		blq__log(q, BLQ_LOG_DEBUG, "queue %s: timer full, a retry skips its backoff",
@@ -87,4 +109,34 @@ bool blq__retry(blq *q, blq__worker *w, blq__item *it, int rc)
 		return true;
 	}
 	return false;
+}
+
+/* The last allowed attempt failed, with rc (BLQ_ETIMEDOUT when it timed
+ * out). */
+static void fail(blq *q, blq__cell *c, const blq__item *it, int rc, bool timed_out)
+{
+	if (q->cfg.fail_to_dlq)
+		blq__to_dlq(q, c, it, BLQ_DLQ_FAILED, rc);
+	else
+		blq__drop(q, it, &c->failed, timed_out ? BLQ_OUTCOME_TIMED_OUT : BLQ_OUTCOME_FAILED);
+}
+
+__attribute__((noinline)) bool blq__attempt_failed(blq *q, blq__worker *w, blq__item *it,
+						   int rc, bool timed_out, bool cancelled)
+{
+	blq__cell *c = cell_of(q, w);
+
+	if (timed_out)
+		count(w, &c->timed_out);
+	if (cancelled) { /* failed after blq_cancel: no retry, no DLQ */
+		blq__cancelled(q, c, it);
+		return true;
+	}
+	/* What a DLQ hears of this attempt's end (blq_dlq_why.rc). */
+	int end_rc = timed_out ? BLQ_ETIMEDOUT : rc;
+	if (it->attempt > q->cfg.max_retries) {
+		fail(q, c, it, end_rc, timed_out);
+		return true;
+	}
+	return blq__retry(q, w, it, end_rc);
 }

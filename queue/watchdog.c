@@ -28,7 +28,9 @@
  *   watchdog takes the worker's unstarted hand back (handback.c) into its
  *   backlog, which it puts back into the queue after each look (and every
  *   millisecond while some of it finds no room), so that no item waits for
- *   the late callback.
+ *   the late callback. In the same window it ends the late attempt's own
+ *   item at the limit (late.c): its waiters hear of it then, and a retry
+ *   starts then on a copy (item_dup).
  * - Bound: the pool has as many spare slots as its ceiling (q->nslots).
  *   With no idle slot left, the attempt is still given up but the thread
  *   is kept: the pool serves with one worker less until it returns.
@@ -111,8 +113,14 @@ static void give_up_late(blq *q, blq__worker *w, uint64_t seen, blq__backlog *b)
 
 	if (!mark(w, seen, &ours))
 		return;
+	/* The item ends now, or goes on on a copy (late.c), unless its
+	 * callback claimed it; then its unstarted hand comes back. */
+	blq__late late;
+	bool ended = ours && blq__late_take(q, w, &late, b->cap - b->n);
 	if (ours)
 		blq__hand_take(q, w, b);
+	if (ended)
+		blq__late_end(q, &late, b);
 	bool dropping = atomic_load_explicit(&q->forced, memory_order_acquire) != 0;
 	bool replaced = false;
 	pthread_mutex_lock(&q->pool_mu);
@@ -158,11 +166,14 @@ static uint64_t scan(blq *q, uint64_t now, blq__backlog *b)
 static void *watchdog_main(void *arg)
 {
 	blq *q = arg;
-	/* The hands taken back and not yet placed (handback.c): room for a
-	 * hand per slot. Without the memory, hands stay with their threads. */
-	blq__backlog b = {.it = malloc(sizeof(blq__item) * BLQ__HAND * q->nslots)};
+	/* The hands taken back and not yet placed (handback.c), and the
+	 * late items whose retry found no room (late.c): room for a hand and
+	 * its running item per slot. Without the memory, hands stay with
+	 * their threads and late items wait for their callbacks. */
+	unsigned cap = (BLQ__HAND + 1) * q->nslots;
+	blq__backlog b = {.it = malloc(sizeof(blq__item) * cap)};
 
-	b.cap = b.it != NULL ? BLQ__HAND * q->nslots : 0;
+	b.cap = b.it != NULL ? cap : 0;
 	if (b.it == NULL)
 		blq__log(q, BLQ_LOG_ERROR,
 			 "queue %s: no memory for the watchdog's backlog: a worker given up "

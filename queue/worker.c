@@ -75,17 +75,6 @@ static void after_take(blq *q)
 		blq__ec_wake_slow(&q->space_ec, 0);
 }
 
-/* The last allowed attempt failed, with rc (BLQ_ETIMEDOUT when it timed
- * out). */
-static void fail(blq *q, blq__worker *w, const blq__item *it, int rc, bool timed_out)
-{
-	if (q->cfg.fail_to_dlq)
-		blq__to_dlq(q, w->cell, it, BLQ_DLQ_FAILED, rc);
-	else
-		blq__drop(q, it, &w->cell->failed,
-			  timed_out ? BLQ_OUTCOME_TIMED_OUT : BLQ_OUTCOME_FAILED);
-}
-
 /* An attempt of an item with a hook starts: when it is a handle's
  * (handle.c), the attempt is published for blq_cancel, and an item
  * cancelled already ends here without running. */
@@ -97,28 +86,32 @@ static bool cancelled_at_start(blq *q, blq__worker *w, const blq__item *it)
 	return true;
 }
 
-/* The attempt failed with rc, timed out, or was cancelled: count it, then
- * end the item or retry it. True when it went somewhere; false: no room
- * anywhere for the retry. Out of line: keeping rc for a DLQ's why inside
- * the loop cost every processed item 3 instructions (register choices in
- * blq__worker_main; callgrind, 1 worker, items that succeed); out here
- * the loop compiles as it did before. */
-static __attribute__((noinline)) bool attempt_failed(blq *q, blq__worker *w, blq__item *it,
-						     int rc, bool timed_out, bool cancelled)
+/* An attempt returned: the metrics writer hears how long it ran (from
+ * *t0, which moves on to now for the next attempt). */
+static inline void exec_done(blq *q, blq__worker *w, uint64_t *t0, bool failed)
 {
-	if (timed_out)
-		blq__count_own(&w->cell->timed_out);
-	if (cancelled) { /* failed after blq_cancel: no retry, no DLQ */
-		blq__cancelled(q, w->cell, it);
-		return true;
+	const blq_metrics_writer *m = q->cfg.metrics;
+
+	if (m != NULL && m->queue_exec != NULL) {
+		uint64_t t1 = blq__now(q);
+
+		m->queue_exec(m->ctx, q->name, w->index, t1 - *t0, failed);
+		*t0 = w->last_end = t1;
 	}
-	/* What a DLQ hears of this attempt's end (blq_dlq_why.rc). */
-	int end_rc = timed_out ? BLQ_ETIMEDOUT : rc;
-	if (it->attempt > q->cfg.max_retries) {
-		fail(q, w, it, end_rc, timed_out);
-		return true;
-	}
-	return blq__retry(q, w, it, end_rc);
+}
+
+/* A late attempt's callback returned after the watchdog ended its item
+ * at the limit (late.c): the payload is all that is left. Out of line,
+ * off the loop. */
+static __attribute__((noinline, cold)) void late_returned(blq *q, blq__worker *w,
+							  const blq__item *it, uint64_t t0)
+{
+	w->late = false;
+	atomic_store_explicit(&w->task.token, BLQ__TOKEN_DOWN, memory_order_relaxed);
+	w->task.timeout_at = 0;
+	exec_done(q, w, &t0, true);
+	if (q->cfg.item_free != NULL) /* the original, lent until now */
+		q->cfg.item_free(it->payload);
 }
 
 /* Runs the attempts of one item until it is processed, fails for good, or
@@ -173,13 +166,21 @@ static void run_item(blq *q, blq__worker *w, blq__item *it)
 			 * clock alone here would race with its free. */
 			uint64_t was = atomic_exchange_explicit(&w->busy_until, 0,
 								memory_order_relaxed);
+			/* Given up: whoever did took our hand (handback.c) and
+			 * may have ended the item at the limit (late.c). Wait
+			 * for it before our exchange of the token, so that its
+			 * raise of the token comes first. */
+			if (__builtin_expect((was & BLQ__BUSY_GIVEN_UP) != 0, 0) &&
+			    was != (BLQ__BUSY_GIVEN_UP | BLQ__BUSY_NO_LIMIT)) {
+				blq__hand_settle(w);
+				if (w->late) {
+					late_returned(q, w, it, t0);
+					return;
+				}
+			}
 			int tok = atomic_exchange_explicit(&w->task.token, BLQ__TOKEN_DOWN,
 							   memory_order_relaxed);
 			bool given_up = (was & BLQ__BUSY_GIVEN_UP) != 0 && tok != BLQ__TOKEN_CLAIMED;
-			/* Given up: whoever did took our hand (handback.c). */
-			if (__builtin_expect((was & BLQ__BUSY_GIVEN_UP) != 0, 0) &&
-			    was != (BLQ__BUSY_GIVEN_UP | BLQ__BUSY_NO_LIMIT))
-				blq__hand_settle(w);
 			timed_out = tok == BLQ__TOKEN_RAISED ||
 				    ((given_up || rc != 0) && blq__now(q) >= w->task.timeout_at);
 			w->task.timeout_at = 0;
@@ -191,14 +192,9 @@ static void run_item(blq *q, blq__worker *w, blq__item *it)
 			blq__wait_note(it->done, rc, it->attempt);
 			cancelled = blq__handle_end(it->done, &w->task);
 		}
-		if (m != NULL && m->queue_exec != NULL) {
-			uint64_t t1 = blq__now(q);
-
-			m->queue_exec(m->ctx, q->name, w->index, t1 - t0, rc != 0 || timed_out);
-			t0 = w->last_end = t1;
-		}
+		exec_done(q, w, &t0, rc != 0 || timed_out);
 		if (__builtin_expect(rc != 0 || timed_out, 0)) {
-			if (attempt_failed(q, w, it, rc, timed_out, cancelled))
+			if (blq__attempt_failed(q, w, it, rc, timed_out, cancelled))
 				return;
 			/* No room anywhere for the retry: run it again here. */
 			if (cancelled_at_start(q, w, it))

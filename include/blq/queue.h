@@ -110,7 +110,9 @@ BLQ_API const char *blq_outcome_name(enum blq_outcome o);
  * whose enqueue returned an error).
  *
  * Which thread: the one that ended the item. A worker (processed, failed,
- * timed out, expired, leaked after a failure or past its deadline), a
+ * timed out, expired, leaked after a failure or past its deadline), the
+ * watchdog (an attempt that timed out at its limit while its callback ran
+ * on: timeout_ns), a
  * producer inside its enqueue call (leaked on overflow: that call has not
  * returned yet), the timer or a QoS egress thread (leaked), or the thread
  * closing the queue (leaked or lost at a Soft or Hard close). The counters in
@@ -122,8 +124,9 @@ BLQ_API const char *blq_outcome_name(enum blq_outcome o);
  * on the item's queue, nor a blq_enqueue that can wait for room.
  *
  * payload is an identity, not a loan: by then the worker owns it
- * (processed), the DLQ does (leaked), or it was freed with item_free; do
- * not dereference it.
+ * (processed), the DLQ does (leaked), or it was freed with item_free (or
+ * will be, when a late callback returns: timeout_ns); do not dereference
+ * it.
  *
  * Cost: an item without a hook pays one predictable branch at its outcome.
  */
@@ -172,6 +175,17 @@ typedef struct blq_config {
 	/** Frees a payload the queue drops (failed, expired, lost, cancelled). Optional:
 	 * NULL means the queue drops payloads without freeing them. */
 	void (*item_free)(void *payload);
+	/** Copies a payload, for an attempt given up at its time limit
+	 * (timeout_ns) whose item goes on while its callback still runs: a
+	 * retry, or the DLQ (fail_to_dlq, a dropping close of a leaky
+	 * queue). The item goes on at the limit with the copy, and the
+	 * original is freed with item_free when the callback returns.
+	 * Called on the watchdog's thread while that callback may still run:
+	 * it must only read the payload, and the worker must not write a
+	 * payload it does not own (or only in ways the copy tolerates).
+	 * Returns the copy, or NULL (no memory): the item then waits for the
+	 * callback, as without item_dup. Optional; requires item_free. */
+	void *(*item_dup)(const void *payload);
 
 	/** Fixed pool size. Setting it means workers_min = workers_max =
 	 * workers; do not set those too. */
@@ -297,7 +311,17 @@ typedef struct blq_config {
 	 * hand on the payload unless blq_task_claim returned true, and must
 	 * not touch it after blq_task_cancelled read true. A worker that
 	 * returns 0 before the watchdog acted (or after claiming) processed
-	 * the item. 1 year at most. */
+	 * the item. 1 year at most.
+	 *
+	 * The item goes on at the limit, not at the callback's return: an
+	 * item that ends (no retry left and no fail_to_dlq, cancelled, or
+	 * lost at a dropping close) reaches its outcome then, so the
+	 * counters, blq_enqueue_wait, the hooks and the handle learn it at
+	 * the limit, and item_free runs on the payload at the return. A retry
+	 * or a DLQ hand-over needs the payload, which the late callback may
+	 * still read: it happens at the limit on a copy (item_dup), or
+	 * without item_dup at the return. The hooks of an item ended at its
+	 * limit run on the watchdog's thread. */
 	uint64_t timeout_ns;
 	/** Record each item's enqueue time even when nothing needs it, so
 	 * blq_task_enqueued_ns works (costs one clock read per enqueue). */
@@ -614,8 +638,10 @@ typedef struct blq_wait_result {
 	enum blq_outcome outcome; /**< where the item ended */
 	/** The worker's return code on the last attempt that ran (0 for a
 	 * success; what the worker returned on a failure or a timed-out
-	 * attempt); 0 when no attempt ran (expired, leaked on overflow,
-	 * dropped at a Soft or Hard close before it started). */
+	 * attempt; BLQ_ETIMEDOUT for an attempt that ended at its time limit
+	 * while its callback still ran, see timeout_ns); 0 when no attempt
+	 * ran (expired, leaked on overflow, dropped at a Soft or Hard close
+	 * before it started). */
 	int worker_rc;
 	uint32_t attempts; /**< attempts that ran: 0 when none did */
 } blq_wait_result;
@@ -732,8 +758,10 @@ enum blq_handle_state {
 /**
  * Where the handle's item is now: queued, delayed (or waiting for a
  * retry), running, or ended. A snapshot: the item may move on as the call
- * returns. An attempt the watchdog gave up on stays RUNNING until its
- * callback returns.
+ * returns. An attempt the watchdog gave up on moves on at its limit
+ * (ENDED, or DELAYED or QUEUED for a retry on a copy); it stays RUNNING
+ * until its callback returns only when the item's way needs the payload
+ * and the config has no item_dup (timeout_ns).
  * \param h the handle.
  * \return the state; 0 for NULL.
  * \threadsafety Any thread, until blq_handle_release.
