@@ -369,6 +369,9 @@ int blq__enqueue_job_as(blq *q, const blq_job *job, const blq_done *done, bool t
 	/* A deadline at or before the delay would expire every time. */
 	if (it.deadline_ns != 0 && it.deadline_ns <= delay)
 		return BLQ_EINVAL;
+	/* A handle's first place, before a worker can see the item. */
+	if (done != NULL)
+		blq__handle_where(done, delay != 0 ? BLQ_HANDLE_DELAYED : BLQ_HANDLE_QUEUED);
 	return enqueue_item(q, &it, try_only ? BLQ__TRY : BLQ__BLOCK, delay, job->weight);
 }
 

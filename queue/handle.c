@@ -140,10 +140,8 @@ int blq__enqueue_job_handle(blq *q, const blq_job *job, bool try_only, blq_handl
 	h->user = job->done;
 	h->q = q;
 	atomic_init(&h->refs, 2);
-	/* Before the enqueue: a worker may start it before the call returns. */
-	atomic_init(&h->where, job->delay_ns != 0 || q->cfg.delay_interval_ns != 0
-				       ? BLQ_HANDLE_DELAYED
-				       : BLQ_HANDLE_QUEUED);
+	/* Its first place (queued or delayed) is set by the enqueue. */
+	atomic_init(&h->where, BLQ_HANDLE_QUEUED);
 
 	int rc = blq__enqueue_job_as(q, job, &h->hook, try_only);
 	if (rc != 0) {
