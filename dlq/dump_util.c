@@ -18,16 +18,6 @@
 #include "errorf.h"
 #include "thread.h"
 
-void blq__cond_wait_until(pthread_cond_t *c, pthread_mutex_t *mu, uint64_t deadline_ns)
-{
-	if (deadline_ns == UINT64_MAX) {
-		pthread_cond_wait(c, mu);
-		return;
-	}
-	struct timespec ts = blq__timespec_of(deadline_ns);
-	pthread_cond_timedwait(c, mu, &ts);
-}
-
 void blq__dlog(const blq_logger *l, int level, const char *fmt, ...)
 {
 	va_list ap;

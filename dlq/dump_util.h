@@ -10,17 +10,14 @@
 
 #define BLQ__DUMP_NAME_MAX 63
 
-/* blq__monotonic_ns, blq__sat_add, blq__cond_init_monotonic. */
+/* blq__monotonic_ns, blq__sat_add, blq__cond_init_monotonic,
+ * blq__cond_wait_until. */
 #include "monotonic.h"
 
 /* Durations are at most a year (a larger one is a mistake, often a
  * negative number cast to unsigned); BLQ_EINVAL naming field otherwise.
  * forever_ok: UINT64_MAX is also accepted, meaning "no limit". */
 int blq__dump_check_interval(uint64_t v, const char *field, bool forever_ok, blq_error *err);
-
-/* Waits on c (mu held) until woken or until deadline_ns (CLOCK_MONOTONIC;
- * UINT64_MAX: no deadline). Spurious wake-ups return too. */
-void blq__cond_wait_until(pthread_cond_t *c, pthread_mutex_t *mu, uint64_t deadline_ns);
 
 /* Logs through l when it is set and level is within its level (0 = info). */
 void blq__dlog(const blq_logger *l, int level, const char *fmt, ...)

@@ -555,13 +555,7 @@ int blq__timer_add(blq *q, const blq__item *it, uint64_t now, uint64_t delay,
 			goto out;
 		}
 		t->room_waiters++;
-		if (until != 0) {
-			struct timespec ts = blq__timespec_of(until);
-
-			pthread_cond_timedwait(&t->room, &t->mu, &ts);
-		} else {
-			pthread_cond_wait(&t->room, &t->mu);
-		}
+		blq__cond_wait_until(&t->room, &t->mu, until != 0 ? until : UINT64_MAX);
 		t->room_waiters--;
 	}
 	blq__timed e = {

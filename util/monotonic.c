@@ -28,3 +28,13 @@ int blq__cond_init_monotonic(pthread_cond_t *c)
 	pthread_condattr_destroy(&a);
 	return e;
 }
+
+void blq__cond_wait_until(pthread_cond_t *c, pthread_mutex_t *mu, uint64_t deadline_ns)
+{
+	if (deadline_ns == UINT64_MAX) {
+		pthread_cond_wait(c, mu);
+		return;
+	}
+	struct timespec ts = blq__timespec_of(deadline_ns);
+	pthread_cond_timedwait(c, mu, &ts);
+}

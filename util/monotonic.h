@@ -28,5 +28,9 @@ static inline struct timespec blq__timespec_of(uint64_t abs_ns)
  * wall-clock jump neither fires nor holds back a wait. Returns 0 or the
  * pthread error. */
 int blq__cond_init_monotonic(pthread_cond_t *c);
+/* Waits on c (made by blq__cond_init_monotonic; mu held) until woken or
+ * until deadline_ns (CLOCK_MONOTONIC; UINT64_MAX: no deadline). Spurious
+ * wake-ups return too. */
+void blq__cond_wait_until(pthread_cond_t *c, pthread_mutex_t *mu, uint64_t deadline_ns);
 
 #endif
