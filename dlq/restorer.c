@@ -328,19 +328,20 @@ static void maybe_finish(blq_restorer *r, odump *d)
 		COUNT(r, released, 1);
 	} else if ((rc = rd->commit(rd, d->h, &err)) != 0) {
 		if (!r->final) {
-			if (!d->stuck)
-				read_error(r, BLQ_DUMP_FAIL_COMMIT,
-					   "removing a restored dump (tried again at each sync)",
-					   &err, rc);
-			d->stuck = true;
 			/* Its marks made durable all the same, so they leave the
 			 * window (the rest goes on) and a crash does not bring its
-			 * records back; if that fails too, they stay. */
+			 * records back; if that fails too, they stay. Before the
+			 * count: whoever sees it may rely on them. */
 			blq_error serr = {0, ""};
 			if (d->unsynced > 0 && rd->sync(rd, d->h, &serr) == 0) {
 				r->unsynced -= d->unsynced;
 				d->unsynced = 0;
 			}
+			if (!d->stuck)
+				read_error(r, BLQ_DUMP_FAIL_COMMIT,
+					   "removing a restored dump (tried again at each sync)",
+					   &err, rc);
+			d->stuck = true;
 			return;
 		}
 		read_error(r, BLQ_DUMP_FAIL_COMMIT,
