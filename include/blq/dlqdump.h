@@ -525,10 +525,12 @@ typedef struct blq_dump_fs_config {
 	 * checks both and refuses with BLQ_EINVAL ("archive: ..."). If the
 	 * rename fails later all the same (EXDEV after a mount changed, a
 	 * full or read-only archive), the commit fails: the restorer logs it
-	 * and counts it (blq_restorer_stats.read_errors), the file stays in
-	 * the directory with its checkpoint (every record marked done, so
-	 * none is restored again) and the move is tried again at the next
-	 * sync, or at the next claim of the file. The reader never empties
+	 * and counts it once (blq_restorer_stats.read_errors and
+	 * failures[BLQ_DUMP_FAIL_COMMIT]), the file stays in the directory
+	 * with its checkpoint (every record marked done and synced at once,
+	 * so none is restored again, after a crash either) and the move is
+	 * tried again at each sync, or at the next claim of the file. No
+	 * copy across file systems: the archive promises an atomic move. The reader never empties
 	 * the archive: that is the application's. Optional: NULL deletes
 	 * finished files, as before. Damaged files still go to `quarantine`. */
 	const char *archive;
