@@ -628,6 +628,24 @@ static void count_restored(blq_restorer *r, slot *s)
 		m->restore_out(m->ctx, r->name, s->bytes);
 }
 
+/* The target or the sink refused the held item, not for want of room:
+ * logged once per episode (`then` says what happens next), counted, the
+ * payload freed. Returns its slot, whose record is not done. */
+static slot *refuse_held(blq_restorer *r, int rc, const char *who, const char *then)
+{
+	slot *s = r->held;
+
+	if (!r->target_refused)
+		blq__dlog(&r->cfg.logger, BLQ_LOG_WARN, "restorer %s: the %s refused an item (%s); %s",
+			  r->name, who, blq_strerror(rc), then);
+	r->target_refused = true;
+	failed(r, BLQ_DUMP_FAIL_REFUSED, 1);
+	if (r->cfg.item_free != NULL)
+		r->cfg.item_free(r->held_payload);
+	r->held = NULL;
+	return s;
+}
+
 /* Offers the held item to the sink. FEED_WINDOW when it went in or was
  * refused (keep feeding: a refusal returns this record only). */
 static enum feed_stop offer_sink(blq_restorer *r, uint64_t now)
@@ -654,17 +672,8 @@ static enum feed_stop offer_sink(blq_restorer *r, uint64_t now)
 		COUNT(r, postponed, 1);
 		return FEED_FULL;
 	}
-	if (!r->target_refused)
-		blq__dlog(&r->cfg.logger, BLQ_LOG_WARN,
-			  "restorer %s: the sink refused an item (%s); its record is kept and tried "
-			  "again at a later check",
-			  r->name, blq_strerror(rc));
-	r->target_refused = true;
-	failed(r, BLQ_DUMP_FAIL_REFUSED, 1);
-	if (r->cfg.item_free != NULL)
-		r->cfg.item_free(r->held_payload);
-	r->held = NULL;
-	settle_returned(r, s);
+	settle_returned(r, refuse_held(r, rc, "sink",
+				       "its record is kept and tried again at a later check"));
 	/* Its dump goes back once read and settled: not claimed again before
 	 * the next check, or a refusing sink would be offered it in a loop. */
 	r->next_poll = blq__sat_add(now, r->cfg.check_interval_ns);
@@ -699,16 +708,7 @@ static enum feed_stop offer_held(blq_restorer *r, uint64_t now)
 		COUNT(r, postponed, 1);
 		return FEED_FULL;
 	}
-	if (!r->target_refused)
-		blq__dlog(&r->cfg.logger, BLQ_LOG_WARN,
-			  "restorer %s: the target refused an item (%s); its records are kept and "
-			  "tried again every check_interval",
-			  r->name, blq_strerror(rc));
-	r->target_refused = true;
-	failed(r, BLQ_DUMP_FAIL_REFUSED, 1);
-	if (r->cfg.item_free != NULL)
-		r->cfg.item_free(r->held_payload);
-	r->held = NULL;
+	refuse_held(r, rc, "target", "its records are kept and tried again every check_interval");
 	/* Read no further: every open dump goes back once its items in
 	 * flight settle, and is claimed again at the next check. */
 	for (odump *d = r->dumps; d != NULL; d = d->next)

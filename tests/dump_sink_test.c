@@ -81,6 +81,19 @@ static blq_dump_writer *fs_writer(const char *dir)
 	return w;
 }
 
+/* About n items leaked through an fs dump into dir, in at least
+ * min_files files; returns how many leaked, *files how many files. */
+static uint64_t leak_into_files(const char *dir, uint64_t n, size_t min_files, size_t *files)
+{
+	blq_dump_writer *w = fs_writer(dir);
+	uint64_t leaked = leak_into(w, n);
+
+	blq_dump_writer_free(w);
+	*files = du_count(dir, "*.bin");
+	cr_assert(*files >= min_files, "%zu files", *files);
+	return leaked;
+}
+
 static blq_dump_reader *fs_reader(const char *dir)
 {
 	blq_error err;
@@ -249,11 +262,8 @@ Test(sink, a_queues_leaks_move_from_one_dump_into_another)
 {
 	char *dir1 = du_tmpdir("sink1"), *dir2 = du_tmpdir("sink2");
 	const uint64_t n = 1500;
-	blq_dump_writer *w1 = fs_writer(dir1);
-	uint64_t leaked = leak_into(w1, n);
-	blq_dump_writer_free(w1);
-	size_t files = du_count(dir1, "*.bin");
-	cr_assert(files >= 3, "%zu files", files);
+	size_t files;
+	uint64_t leaked = leak_into_files(dir1, n, 3, &files);
 
 	blq_dump_reader *rd = fs_reader(dir1);
 	struct blq_restorer_stats s = move(rd, n, leaked, dir2, dir_empty, dir1);
@@ -371,11 +381,8 @@ Test(sink, refused_items_stay_in_the_store_and_come_again)
 {
 	char *dir = du_tmpdir("picky");
 	const uint64_t n = 600;
-	blq_dump_writer *w = fs_writer(dir);
-	uint64_t leaked = leak_into(w, n);
-	blq_dump_writer_free(w);
-	size_t files = du_count(dir, "*.bin");
-	cr_assert(files >= 2, "%zu files", files);
+	size_t files;
+	uint64_t leaked = leak_into_files(dir, n, 2, &files);
 	uint64_t leaked_div3 = 0;
 	for (uint64_t i = 0; i < n; i++)
 		leaked_div3 += i % 3 == 0 && !atomic_load(&processed_by_src[i]);

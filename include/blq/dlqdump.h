@@ -115,9 +115,9 @@ enum blq_dump_failure {
 	/** Dump: items dropped at close, writes still failing after
 	 * close_timeout_ns: one per item, lost. */
 	BLQ_DUMP_FAIL_DROPPED = 4,
-	/** Restorer: claiming or reading a dump failed (the reader's next or
-	 * record: a file that cannot be read, Redis unreachable): one per
-	 * failed call. */
+	/** Restorer: claiming or reading a dump failed (the reader's next,
+	 * record or refresh: a file that cannot be read, Redis unreachable):
+	 * one per failed call. */
 	BLQ_DUMP_FAIL_READ = 5,
 	/** Restorer: a record its decoder refused: one per record (sent to
 	 * the dead store, or lost without one). */
