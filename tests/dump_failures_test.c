@@ -100,7 +100,7 @@ Test(failures, a_dump_counts_write_no_room_encode_and_dropped)
 		else if (rc == BLQ_EINVAL && i == bad_id)
 			encode_refused++;
 		else
-			cr_assert_fail("item %llu: %s", (unsigned long long)i, blq_strerror(rc));
+			cr_assert(false, "item %llu: %s", (unsigned long long)i, blq_strerror(rc));
 		if (full == 0)
 			tu_sleep_us(200);
 	}
@@ -281,7 +281,7 @@ Test(failures, the_dump_log_writer_tells_a_dump_and_restore_in_order)
 	blq_error err;
 	static blq_dump_log_writer lw;
 	blq_logger lg = {.log = keep_line};
-	cr_assert_null(blq_dump_log_writer_init(NULL, lg));
+	cr_assert(blq_dump_log_writer_init(NULL, lg) == NULL);
 	const blq_dump_metrics *m = blq_dump_log_writer_init(&lw, lg);
 	cr_assert_eq(m, &lw.metrics);
 
