@@ -61,7 +61,8 @@ blq_logger blq_stderr_logger(int level)
 
 /* One BLQ_LOG_DEBUG line through a writer's logger (the queue's writer
  * and the dump's each pass their own). */
-static void log_to(const blq_logger *lg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void log_to(const blq_logger *lg, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 static void log_to(const blq_logger *lg, const char *fmt, ...)
 {

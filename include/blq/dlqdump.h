@@ -29,8 +29,9 @@
  *   durable. A restorer may feed any blq_enqueuer instead (a sink: another
  *   dump, say), which only accepts: its records are committed once it
  *   accepted them and, if it has a sync, synced them
- *   (blq_restorer_config.sink). A file goes when all its records are done. A restorer that
- *   dies leaves its uncommitted records to be restored again: at least
+ *   (blq_restorer_config.sink). A file goes when all its records are
+ *   done. A restorer that dies leaves its uncommitted records to be
+ *   restored again: at least
  *   once, with at most max_in_flight duplicates per dead restorer, each
  *   marked as a redelivery (blq_dump_record.deliveries).
  *
@@ -530,7 +531,8 @@ typedef struct blq_dump_fs_config {
 	 * with its checkpoint (every record marked done and synced at once,
 	 * so none is restored again, after a crash either) and the move is
 	 * tried again at each sync, or at the next claim of the file. No
-	 * copy across file systems: the archive promises an atomic move. The reader never empties
+	 * copy across file systems: the archive promises an atomic move.
+	 * The reader never empties
 	 * the archive: that is the application's. Optional: NULL deletes
 	 * finished files, as before. Damaged files still go to `quarantine`. */
 	const char *archive;
