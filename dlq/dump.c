@@ -32,6 +32,10 @@
  *   for items without a why. The batch being filled is rewritten once, at
  *   the switch; the one being written keeps its format (out_format), so a
  *   dump that never sees a why writes exactly what it always did.
+ * - Failures are counted by reason (blq_dump_failure: write, no_room,
+ *   encode, memory, dropped) in the stats, under `mu` with the counter
+ *   they break down, and reported to the metrics' failure callback after
+ *   it is released.
  * - Lock order: `mu` is the only lock. Callbacks (encoder under `mu`;
  *   metrics, logger, item_free, writers outside it).
  */
@@ -78,23 +82,35 @@ struct blq_dump {
 
 /* ---- producers ---------------------------------------------------- */
 
-static void note_lost(blq_dump *d, uint64_t n)
+static void note_failure(blq_dump *d, enum blq_dump_failure reason, uint64_t n)
+{
+	const blq_dump_metrics *m = d->cfg.metrics;
+
+	if (m != NULL && m->failure != NULL)
+		m->failure(m->ctx, d->name, reason, n);
+}
+
+/* n items lost for `reason` (counted in st.failures by the caller). */
+static void note_lost(blq_dump *d, enum blq_dump_failure reason, uint64_t n)
 {
 	const blq_dump_metrics *m = d->cfg.metrics;
 
 	if (m != NULL && m->lost != NULL)
 		m->lost(m->ctx, d->name, n);
+	note_failure(d, reason, n);
 }
 
-/* Refuses the item: counted lost. Called with mu held; returns unlocked. */
-static int refuse(blq_dump *d, int rc, const char *why)
+/* Refuses the item: counted lost, for `reason`. Called with mu held;
+ * returns unlocked. */
+static int refuse(blq_dump *d, int rc, enum blq_dump_failure reason, const char *why)
 {
 	uint64_t n = ++d->st.refused;
 	bool failing = d->failing;
 	bool first_of_episode = failing && d->refused_episode++ == 0;
 
+	d->st.failures[reason]++;
 	pthread_mutex_unlock(&d->mu);
-	note_lost(d, 1);
+	note_lost(d, reason, 1);
 	if (first_of_episode)
 		blq__dlog(&d->cfg.logger, BLQ_LOG_WARN,
 			  "dump %s: batch full (%zu bytes) while writes fail: refusing items, "
@@ -141,7 +157,7 @@ int blq_dump_enqueue_why(blq_dump *d, void *payload, const blq_dlq_why *why)
 	pthread_mutex_lock(&d->mu);
 	while (!d->closing && d->cur.len >= d->cfg.capacity) {
 		if (d->failing)
-			return refuse(d, BLQ_EFULL, "no room");
+			return refuse(d, BLQ_EFULL, BLQ_DUMP_FAIL_NO_ROOM, "no room");
 		pthread_cond_wait(&d->room, &d->mu);
 	}
 	if (d->closing) {
@@ -150,13 +166,14 @@ int blq_dump_enqueue_why(blq_dump *d, void *payload, const blq_dlq_why *why)
 	}
 	if (why != NULL && d->cur_format == 1) {
 		if (blq__dump_upgrade(&d->cur, d->cur_count) != 0)
-			return refuse(d, BLQ_ENOMEM, "out of memory");
+			return refuse(d, BLQ_ENOMEM, BLQ_DUMP_FAIL_MEMORY, "out of memory");
 		d->cur_format = 2;
 	}
 	size_t meta = d->cur_format == 1 ? 0 : blq__dump_meta_size(why);
 	long n = encode(d, payload, meta);
 	if (n < 0)
-		return refuse(d, (int)n, n == BLQ_ENOMEM ? "out of memory" : "encoder error");
+		return n == BLQ_ENOMEM ? refuse(d, (int)n, BLQ_DUMP_FAIL_MEMORY, "out of memory")
+				       : refuse(d, (int)n, BLQ_DUMP_FAIL_ENCODE, "encoder error");
 	uint32_t restores =
 		d->cfg.encoder.restores ? d->cfg.encoder.restores(d->cfg.encoder.ctx, payload) : 0;
 	if (meta > 0)
@@ -289,6 +306,7 @@ static void write_out(blq_dump *d, attempt *a)
 		b.count -= done;
 		if (rc != 0) {
 			a->errors++;
+			note_failure(d, BLQ_DUMP_FAIL_WRITE, 1);
 			blq__dlog(&d->cfg.logger, BLQ_LOG_WARN,
 				  "dump %s: %s failed (%zu of %zu items written): %s", d->name,
 				  i == 0 ? "writer" : "fallback writer", done, done + b.count,
@@ -306,11 +324,12 @@ static void drop_all(blq_dump *d)
 	uint64_t n = d->out_left + d->cur_count;
 
 	d->st.dropped += n;
+	d->st.failures[BLQ_DUMP_FAIL_DROPPED] += n;
 	d->out_left = d->cur_count = 0;
 	d->out.len = d->cur.len = d->out_off = 0;
 	d->close_rc = BLQ_EIO;
 	pthread_mutex_unlock(&d->mu);
-	note_lost(d, n);
+	note_lost(d, BLQ_DUMP_FAIL_DROPPED, n);
 	blq__dlog(&d->cfg.logger, BLQ_LOG_ERROR,
 		  "dump %s: close: writes still failing after %llu ms: %llu items lost", d->name,
 		  (unsigned long long)(d->cfg.close_timeout_ns / 1000000u), (unsigned long long)n);
@@ -334,6 +353,7 @@ static void *flusher(void *arg)
 		d->st.written_fallback += a.done_fb;
 		d->st.bytes_flushed += a.bytes;
 		d->st.write_errors += a.errors;
+		d->st.failures[BLQ_DUMP_FAIL_WRITE] += a.errors;
 		d->out_off += a.bytes;
 		d->out_left -= a.done_main + a.done_fb;
 		if (d->out_left == 0) {

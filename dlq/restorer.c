@@ -1,6 +1,8 @@
 /*
  * The restorer: feeds dumped items back into a queue, at least once, and
- * commits each record only once its item reached an outcome there.
+ * commits each record only once its item reached an outcome there; or
+ * into any blq_enqueuer (a sink), committing once the sink took the item
+ * and, if it can, made it durable.
  *
  * Design
  * - One thread ("blq-restore") claims dumps from the reader (several may
@@ -18,6 +20,14 @@
  *   only once a quarter of them ended, so a full window costs one wake-up
  *   per batch of outcomes rather than one per item. The hook takes no
  *   lock on the way of a busy restorer.
+ * - A sink (blq_restorer_config.sink, when target is NULL) reports no
+ *   outcome: what it accepted is where "at least once" ends. Its items
+ *   skip the hook and the hub: an accepted item's slot is done at once
+ *   (sink without sync) or joins the leaks, which wait for a sync (the
+ *   sink's, in place of the target DLQ's). BLQ_EFULL holds the item as a
+ *   full target does; any other refusal returns that record only (it
+ *   comes again with its dump at a later check) and reading goes on: a
+ *   sink may refuse some items and take the rest.
  * - Outcomes: processed, failed, timed out and expired make the record
  *   done; leaked makes it done once the target's DLQ made it durable
  *   (blq_dlq_sync; a DLQ without sync counts at the hand-over); lost (the
@@ -38,9 +48,15 @@
  *   restores again at most max_in_flight records that an outcome already
  *   reached: the duplicates' bound. Marks and leaks are synced when the
  *   window is full, and every SYNC_INTERVAL otherwise. A dump whose commit
- *   (or the sync before its release) fails stays open, its marks still in
- *   the window, and is tried again at each sync: a process cut off from
- *   its store takes no more work whose outcome it could not record.
+ *   (or the sync before its release) fails stays open and is tried again
+ *   at each sync. Its marks are synced all the same: when that works (a
+ *   commit that failed for a reason of its own, such as an archive moved
+ *   to another file system) they leave the window, so one stuck file does
+ *   not stop the rest, and a crash does not restore its records again;
+ *   when it fails too they stay in the window: a process cut off from its
+ *   store takes no more work whose outcome it could not record.
+ * - Failures are counted by reason (blq_dump_failure) in the stats and
+ *   through the metrics' failure callback, where they happen.
  * - Lifetime: the slots and the stack live in a `hub` with a reference per
  *   item in the target plus the restorer's own, so an outcome that comes
  *   after blq_restorer_free still finds valid memory; it is just not
@@ -142,13 +158,14 @@ struct blq_restorer {
 	odump *cur;        /* the one records are read from, or NULL */
 	slot *held;        /* a decoded item the target had no room for */
 	void *held_payload;
+	blq_dlq_why held_why; /* its record's why: for sink.enqueue_why */
 	slot *leaks;       /* S_LEAKED slots */
 	slot *deads;       /* S_DEAD slots, in dead_buf */
 	blq__buf dead_buf;
 	size_t dead_count;
 	uint64_t dead_version;
 	unsigned dead_format; /* dead_buf's: 1 until a record with a why */
-	bool dlq_volatile;   /* the target's DLQ has no sync */
+	bool dlq_volatile;   /* the target's DLQ (or the sink) has no sync */
 	bool target_refused; /* logged once per refusal episode */
 	uint64_t next_poll;  /* when next() may be asked again */
 	uint64_t poll_backoff;
@@ -158,6 +175,16 @@ struct blq_restorer {
 };
 
 #define COUNT(r, field, n) __atomic_fetch_add(&(r)->st.field, (n), __ATOMIC_RELAXED)
+
+/* n more failures of one reason: the stats and the metrics. */
+static void failed(blq_restorer *r, enum blq_dump_failure reason, uint64_t n)
+{
+	const blq_dump_metrics *m = r->cfg.metrics;
+
+	COUNT(r, failures[reason], n);
+	if (m != NULL && m->failure != NULL)
+		m->failure(m->ctx, r->name, reason, n);
+}
 
 /* ---- the hook and the hub ----------------------------------------- */
 
@@ -236,6 +263,7 @@ static void on_quarantined(void *ctx, uint64_t count, uint64_t skipped_bytes)
 	COUNT(r, records, count);
 	COUNT(r, quarantined, count);
 	COUNT(r, skipped_bytes, skipped_bytes);
+	failed(r, BLQ_DUMP_FAIL_QUARANTINE, count);
 }
 
 static const char *why(const blq_error *e, int rc)
@@ -243,9 +271,12 @@ static const char *why(const blq_error *e, int rc)
 	return e->msg[0] ? e->msg : blq_strerror(rc);
 }
 
-static void read_error(blq_restorer *r, const char *what, const blq_error *e, int rc)
+/* A failed reader call (reason READ or COMMIT): read_errors. */
+static void read_error(blq_restorer *r, enum blq_dump_failure reason, const char *what,
+		       const blq_error *e, int rc)
 {
 	COUNT(r, read_errors, 1);
+	failed(r, reason, 1);
 	blq__dlog(&r->cfg.logger, BLQ_LOG_WARN, "restorer %s: %s: %s", r->name, what, why(e, rc));
 }
 
@@ -287,7 +318,8 @@ static void maybe_finish(blq_restorer *r, odump *d)
 	if (d->keep) {
 		if (d->unsynced > 0 && !r->final && (rc = rd->sync(rd, d->h, &err)) != 0) {
 			if (!d->stuck)
-				read_error(r, "making done records durable before giving a dump back",
+				read_error(r, BLQ_DUMP_FAIL_COMMIT,
+					   "making done records durable before giving a dump back",
 					   &err, rc);
 			d->stuck = true;
 			return;
@@ -296,14 +328,25 @@ static void maybe_finish(blq_restorer *r, odump *d)
 		COUNT(r, released, 1);
 	} else if ((rc = rd->commit(rd, d->h, &err)) != 0) {
 		if (!r->final) {
+			/* Its marks made durable all the same, so they leave the
+			 * window (the rest goes on) and a crash does not bring its
+			 * records back; if that fails too, they stay. Before the
+			 * count: whoever sees it may rely on them. */
+			blq_error serr = {0, ""};
+			if (d->unsynced > 0 && rd->sync(rd, d->h, &serr) == 0) {
+				r->unsynced -= d->unsynced;
+				d->unsynced = 0;
+			}
 			if (!d->stuck)
-				read_error(r, "removing a restored dump (tried again at each sync)",
+				read_error(r, BLQ_DUMP_FAIL_COMMIT,
+					   "removing a restored dump (tried again at each sync)",
 					   &err, rc);
 			d->stuck = true;
 			return;
 		}
-		read_error(r, "removing a restored dump at close (its records not made durable "
-			      "will come again)",
+		read_error(r, BLQ_DUMP_FAIL_COMMIT,
+			   "removing a restored dump at close (its records not made durable "
+			   "will come again)",
 			   &err, rc);
 		rd->release(rd, d->h);
 		COUNT(r, released, 1);
@@ -322,7 +365,8 @@ static void settle_done(blq_restorer *r, slot *s)
 	int rc = rd->done(rd, d->h, s->index, &err);
 
 	if (rc != 0) {
-		read_error(r, "marking a record done (it will come again)", &err, rc);
+		read_error(r, BLQ_DUMP_FAIL_COMMIT, "marking a record done (it will come again)", &err,
+			   rc);
 		d->keep = true;
 	} else {
 		d->unsynced++;
@@ -436,6 +480,7 @@ static bool flush_dead(blq_restorer *r)
 	int rc = r->cfg.dead->write(r->cfg.dead, &b, &done, &err);
 	if (rc != 0) {
 		COUNT(r, read_errors, 1);
+		failed(r, BLQ_DUMP_FAIL_DEAD_STORE, 1);
 		blq__dlog(&r->cfg.logger, BLQ_LOG_ERROR,
 			  "restorer %s: dead store failed: %s; its records stay in flight", r->name,
 			  why(&err, rc));
@@ -455,23 +500,27 @@ static bool flush_dead(blq_restorer *r)
 	return true;
 }
 
+/* The leaks: items leaked from the target, waiting for its DLQ's sync;
+ * or items a sink accepted, waiting for the sink's. */
 static bool sync_leaks(blq_restorer *r)
 {
 	if (r->leaks == NULL)
 		return true;
-	int rc = blq_dlq_sync(r->cfg.target);
+	const char *whose = r->cfg.target != NULL ? "the target's DLQ" : "the sink";
+	int rc = r->cfg.target != NULL ? blq_dlq_sync(r->cfg.target)
+				       : r->cfg.sink.sync(r->cfg.sink.self);
 	if (rc == BLQ_ENOTSUP) {
 		r->dlq_volatile = true;
 		blq__dlog(&r->cfg.logger, BLQ_LOG_INFO,
-			  "restorer %s: the target's DLQ keeps items in memory only; a leaked item "
-			  "counts as done once that DLQ took it",
-			  r->name);
+			  "restorer %s: %s keeps items in memory only; an item counts as done "
+			  "once it took it",
+			  r->name, whose);
 	} else if (rc != 0) {
 		COUNT(r, read_errors, 1);
+		failed(r, BLQ_DUMP_FAIL_SYNC, 1);
 		blq__dlog(&r->cfg.logger, BLQ_LOG_WARN,
-			  "restorer %s: the target's DLQ could not make leaked items durable (%s); "
-			  "their records wait",
-			  r->name, blq_strerror(rc));
+			  "restorer %s: %s could not make items durable (%s); their records wait",
+			  r->name, whose, blq_strerror(rc));
 		return false;
 	}
 	slot *s = r->leaks;
@@ -503,7 +552,7 @@ static void sync_all(blq_restorer *r, uint64_t now)
 		blq_error err = {0, ""};
 		int rc = rd->sync(rd, d->h, &err);
 		if (rc != 0) {
-			read_error(r, "making done records durable", &err, rc);
+			read_error(r, BLQ_DUMP_FAIL_COMMIT, "making done records durable", &err, rc);
 			ok = false;
 			continue;
 		}
@@ -543,7 +592,8 @@ static void refresh_all(blq_restorer *r, uint64_t now)
 		blq_error err = {0, ""};
 		int rc = rd->refresh(rd, d->h, &err);
 		if (rc != 0)
-			read_error(r, "refreshing the claim on records in flight", &err, rc);
+			read_error(r, BLQ_DUMP_FAIL_READ, "refreshing the claim on records in flight",
+				   &err, rc);
 	}
 }
 
@@ -565,12 +615,79 @@ static void lost_record(blq_restorer *r, int rc)
 			  r->name, blq_strerror(rc), (unsigned long long)n);
 }
 
+/* The target or the sink took the held item of s. */
+static void count_restored(blq_restorer *r, slot *s)
+{
+	const blq_dump_metrics *m = r->cfg.metrics;
+
+	r->held = NULL;
+	r->target_refused = false;
+	COUNT(r, restored, 1);
+	COUNT(r, bytes_out, s->bytes);
+	if (m != NULL && m->restore_out != NULL)
+		m->restore_out(m->ctx, r->name, s->bytes);
+}
+
+/* The target or the sink refused the held item, not for want of room:
+ * logged once per episode (`then` says what happens next), counted, the
+ * payload freed. Returns its slot, whose record is not done. */
+static slot *refuse_held(blq_restorer *r, int rc, const char *who, const char *then)
+{
+	slot *s = r->held;
+
+	if (!r->target_refused)
+		blq__dlog(&r->cfg.logger, BLQ_LOG_WARN, "restorer %s: the %s refused an item (%s); %s",
+			  r->name, who, blq_strerror(rc), then);
+	r->target_refused = true;
+	failed(r, BLQ_DUMP_FAIL_REFUSED, 1);
+	if (r->cfg.item_free != NULL)
+		r->cfg.item_free(r->held_payload);
+	r->held = NULL;
+	return s;
+}
+
+/* Offers the held item to the sink. FEED_WINDOW when it went in or was
+ * refused (keep feeding: a refusal returns this record only). */
+static enum feed_stop offer_sink(blq_restorer *r, uint64_t now)
+{
+	const blq_enqueuer *k = &r->cfg.sink;
+	slot *s = r->held;
+	int rc = k->enqueue_why != NULL && !blq__dump_why_empty(&r->held_why)
+			 ? k->enqueue_why(k->self, r->held_payload, &r->held_why)
+			 : k->enqueue(k->self, r->held_payload);
+
+	if (rc == 0) {
+		count_restored(r, s);
+		if (k->sync == NULL || r->dlq_volatile) {
+			COUNT(r, done, 1);
+			settle_done(r, s);
+		} else { /* done once the sink's sync says so (sync_leaks) */
+			s->state = S_LEAKED;
+			s->next = r->leaks;
+			r->leaks = s;
+		}
+		return FEED_WINDOW;
+	}
+	if (rc == BLQ_EFULL) {
+		COUNT(r, postponed, 1);
+		return FEED_FULL;
+	}
+	settle_returned(r, refuse_held(r, rc, "sink",
+				       "its record is kept and tried again at a later check"));
+	/* Its dump goes back once read and settled: not claimed again before
+	 * the next check, or a refusing sink would be offered it in a loop. */
+	r->next_poll = blq__sat_add(now, r->cfg.check_interval_ns);
+	return FEED_WINDOW;
+}
+
 /* Offers the held item. FEED_WINDOW when it went in (keep feeding). */
-static enum feed_stop offer_held(blq_restorer *r)
+static enum feed_stop offer_held(blq_restorer *r, uint64_t now)
 {
 	slot *s = r->held;
 	hub *h = r->hub;
 
+	if (r->cfg.target == NULL)
+		return offer_sink(r, now);
 	if (blq_rate(r->cfg.target) > r->cfg.allow_rate) {
 		COUNT(r, postponed, 1);
 		return FEED_FULL;
@@ -581,15 +698,8 @@ static enum feed_stop offer_held(blq_restorer *r)
 	atomic_fetch_add_explicit(&h->refs, 1, memory_order_relaxed);
 	int rc = blq_try_enqueue_job(r->cfg.target, &job);
 	if (rc == 0) {
-		const blq_dump_metrics *m = r->cfg.metrics;
-
-		r->held = NULL;
-		r->target_refused = false;
 		r->in_target++;
-		COUNT(r, restored, 1);
-		COUNT(r, bytes_out, s->bytes);
-		if (m != NULL && m->restore_out != NULL)
-			m->restore_out(m->ctx, r->name, s->bytes);
+		count_restored(r, s);
 		return FEED_WINDOW;
 	}
 	atomic_fetch_sub_explicit(&h->refs, 1, memory_order_relaxed);
@@ -598,15 +708,7 @@ static enum feed_stop offer_held(blq_restorer *r)
 		COUNT(r, postponed, 1);
 		return FEED_FULL;
 	}
-	if (!r->target_refused)
-		blq__dlog(&r->cfg.logger, BLQ_LOG_WARN,
-			  "restorer %s: the target refused an item (%s); its records are kept and "
-			  "tried again every check_interval",
-			  r->name, blq_strerror(rc));
-	r->target_refused = true;
-	if (r->cfg.item_free != NULL)
-		r->cfg.item_free(r->held_payload);
-	r->held = NULL;
+	refuse_held(r, rc, "target", "its records are kept and tried again every check_interval");
 	/* Read no further: every open dump goes back once its items in
 	 * flight settle, and is claimed again at the next check. */
 	for (odump *d = r->dumps; d != NULL; d = d->next)
@@ -637,7 +739,7 @@ static int next_record(blq_restorer *r, uint64_t now, blq_dump_record *rec)
 			int rc = rd->next(rd, &h, &err);
 			if (rc <= 0) {
 				if (rc < 0) {
-					read_error(r, "claiming a dump", &err, rc);
+					read_error(r, BLQ_DUMP_FAIL_READ, "claiming a dump", &err, rc);
 					/* Back off up to 16 checks while it fails. */
 					r->poll_backoff = r->poll_backoff == 0
 								  ? r->cfg.check_interval_ns
@@ -654,6 +756,7 @@ static int next_record(blq_restorer *r, uint64_t now, blq_dump_record *rec)
 			odump *d = calloc(1, sizeof(*d));
 			if (d == NULL) {
 				rd->release(rd, h);
+				failed(r, BLQ_DUMP_FAIL_MEMORY, 1);
 				blq__dlog(&r->cfg.logger, BLQ_LOG_ERROR,
 					  "restorer %s: out of memory for a dump", r->name);
 				r->next_poll = blq__sat_add(now, r->cfg.check_interval_ns);
@@ -671,7 +774,7 @@ static int next_record(blq_restorer *r, uint64_t now, blq_dump_record *rec)
 		if (rc == 1)
 			return 1;
 		if (rc < 0) {
-			read_error(r, "reading a dump", &err, rc);
+			read_error(r, BLQ_DUMP_FAIL_READ, "reading a dump", &err, rc);
 			d->keep = true;
 		}
 		d->ended = true;
@@ -689,7 +792,7 @@ static enum feed_stop feed(blq_restorer *r, uint64_t now)
 		if (closing(r))
 			return FEED_CLOSING;
 		if (r->held != NULL) {
-			enum feed_stop why_stop = offer_held(r);
+			enum feed_stop why_stop = offer_held(r, now);
 			if (why_stop != FEED_WINDOW)
 				return why_stop;
 		}
@@ -719,6 +822,7 @@ static enum feed_stop feed(blq_restorer *r, uint64_t now)
 				blq__dlog(&r->cfg.logger, BLQ_LOG_ERROR,
 					  "restorer %s: out of memory for the dead store's batch",
 					  r->name);
+				failed(r, BLQ_DUMP_FAIL_MEMORY, 1);
 				settle_returned(r, s);
 			}
 			continue;
@@ -728,16 +832,19 @@ static enum feed_stop feed(blq_restorer *r, uint64_t now)
 		void *payload = NULL;
 		int rc = r->cfg.decoder.decode(r->cfg.decoder.ctx, &in, &payload);
 		if (rc != 0) {
+			failed(r, BLQ_DUMP_FAIL_DECODE, 1);
 			if (r->cfg.dead == NULL) {
 				lost_record(r, rc);
 				settle_done(r, s);
 			} else if (to_dead(r, s, &rec) != 0) {
+				failed(r, BLQ_DUMP_FAIL_MEMORY, 1);
 				settle_returned(r, s);
 			}
 			continue;
 		}
 		r->held = s;
 		r->held_payload = payload;
+		r->held_why = rec.why;
 	}
 }
 
@@ -826,9 +933,11 @@ static void *run(void *arg)
 		enum feed_stop stop = feed(r, now);
 		if (stop == FEED_CLOSING)
 			break;
-		if (stop == FEED_WINDOW && r->in_use < r->cfg.max_in_flight && sync_pending(r) &&
-		    r->sync_ok)
-			continue; /* full of marks: the sync above makes room */
+		/* Full of marks, or of slots a sync ends (a sink's items, leaks,
+		 * dead records): the sync above makes room. */
+		if (stop == FEED_WINDOW && sync_pending(r) && r->sync_ok &&
+		    (r->in_use < r->cfg.max_in_flight || r->leaks != NULL || r->deads != NULL))
+			continue;
 		/* Wake for the earliest of: an outcome (always), the next poll,
 		 * the postponed offer, a sync, a refresh. */
 		uint64_t until = r->dumps != NULL ? r->next_refresh : UINT64_MAX;
@@ -870,8 +979,19 @@ static int check(const blq_restorer_config *c, blq_error *err)
 	if (c->decoder.decode == NULL)
 		return blq__error_set(err, BLQ_EINVAL,
 				      "decoder: decode is NULL (try blq_dump_bytes_decoder())");
-	if (c->target == NULL)
-		return blq__error_set(err, BLQ_EINVAL, "target: required");
+	const blq_enqueuer *k = &c->sink;
+	bool sink = k->enqueue != NULL || k->self != NULL || k->sync != NULL ||
+		    k->enqueue_why != NULL;
+	if (c->target == NULL && !sink)
+		return blq__error_set(err, BLQ_EINVAL,
+				      "target, sink: one is required (target: a blq queue; sink: any "
+				      "blq_enqueuer)");
+	if (c->target != NULL && sink)
+		return blq__error_set(err, BLQ_EINVAL,
+				      "target, sink: give one, not both (sink is used when target "
+				      "is NULL)");
+	if (sink && k->enqueue == NULL)
+		return blq__error_set(err, BLQ_EINVAL, "sink: enqueue is NULL");
 	int rc;
 	if ((rc = blq__dump_check_interval(c->check_interval_ns, "check_interval_ns", false, err)) ||
 	    (rc = blq__dump_check_interval(c->postpone_interval_ns, "postpone_interval_ns", false,

@@ -1,9 +1,13 @@
 /*
- * The log writer (blq_log_writer_init): a blq_metrics_writer that turns
- * every queue, worker and sub-queue event into one log line through the
- * caller's logger, for debugging a queue's behaviour event by event (it
- * costs a formatted line per item: not for production rates; use the
- * Prometheus writer there). And the ready stderr logger
+ * The log writers (blq_log_writer_init, blq_dump_log_writer_init): a
+ * blq_metrics_writer that turns every queue, worker and sub-queue event
+ * into one log line through the caller's logger, and a blq_dump_metrics
+ * that does the same for dump, restorer and reader events, for debugging
+ * a queue's (or a dump's) behaviour event by event (it costs a formatted
+ * line per item: not for production rates; use the Prometheus writer
+ * there). Both write through one function, so their lines have one shape
+ * (`queue=` or `dump=NAME event=EVENT key=value ...`, BLQ_LOG_DEBUG).
+ * And the ready stderr logger
  * (blq_stderr_logger): a level filter and one fprintf per line, so lines
  * of concurrent threads never interleave.
  */
@@ -11,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <blq/dlqdump.h>
 #include <blq/log.h>
 
 static const char *level_name(int level)
@@ -54,18 +59,23 @@ blq_logger blq_stderr_logger(int level)
 	return (blq_logger){.log = stderr_log, .ctx = (void *)(intptr_t)level, .level = level};
 }
 
-static void logf_(const blq_log_writer *lw, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* One BLQ_LOG_DEBUG line through a writer's logger (the queue's writer
+ * and the dump's each pass their own). */
+static void log_to(const blq_logger *lg, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
-static void logf_(const blq_log_writer *lw, const char *fmt, ...)
+static void log_to(const blq_logger *lg, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (lw->logger.log == NULL)
+	if (lg->log == NULL)
 		return;
 	va_start(ap, fmt);
-	lw->logger.log(lw->logger.ctx, BLQ_LOG_DEBUG, fmt, ap);
+	lg->log(lg->ctx, BLQ_LOG_DEBUG, fmt, ap);
 	va_end(ap);
 }
+
+#define logf_(lw, ...) log_to(&((const blq_log_writer *)(lw))->logger, __VA_ARGS__)
 
 static void w_setup(void *c, const char *q, unsigned a, unsigned s, unsigned i)
 {
@@ -186,4 +196,65 @@ const blq_metrics_writer *blq_log_writer_init(blq_log_writer *lw, blq_logger log
 		.subq_leak = s_leak,
 	};
 	return &lw->writer;
+}
+
+/* ---- dumps -------------------------------------------------------- */
+
+#define dlogf(c, ...) log_to(&((const blq_dump_log_writer *)(c))->logger, __VA_ARGS__)
+
+static void d_in(void *c, const char *name, size_t bytes)
+{
+	dlogf(c, "dump=%s event=in bytes=%zu", name, bytes);
+}
+
+static void d_flush(void *c, const char *name, enum blq_dump_flush_reason reason, size_t bytes)
+{
+	static const char *const why[] = {"size", "interval", "close"};
+
+	dlogf(c, "dump=%s event=flush reason=%s bytes=%zu", name,
+	      (unsigned)reason < 3 ? why[reason] : "unknown", bytes);
+}
+
+static void d_out(void *c, const char *name, size_t bytes)
+{
+	dlogf(c, "dump=%s event=restore_out bytes=%zu", name, bytes);
+}
+
+static void d_redelivered(void *c, const char *name, uint64_t n)
+{
+	dlogf(c, "dump=%s event=redelivered items=%llu", name, (unsigned long long)n);
+}
+
+static void d_lost(void *c, const char *name, uint64_t n)
+{
+	dlogf(c, "dump=%s event=lost items=%llu", name, (unsigned long long)n);
+}
+
+static void d_quarantined(void *c, const char *name, uint64_t n)
+{
+	dlogf(c, "dump=%s event=quarantined count=%llu", name, (unsigned long long)n);
+}
+
+static void d_failure(void *c, const char *name, enum blq_dump_failure reason, uint64_t n)
+{
+	dlogf(c, "dump=%s event=failure reason=%s n=%llu", name, blq_dump_failure_name(reason),
+	      (unsigned long long)n);
+}
+
+const blq_dump_metrics *blq_dump_log_writer_init(blq_dump_log_writer *lw, blq_logger logger)
+{
+	if (lw == NULL)
+		return NULL;
+	lw->logger = logger;
+	lw->metrics = (blq_dump_metrics){
+		.ctx = lw,
+		.dump_in = d_in,
+		.flush = d_flush,
+		.restore_out = d_out,
+		.redelivered = d_redelivered,
+		.lost = d_lost,
+		.quarantined = d_quarantined,
+		.failure = d_failure,
+	};
+	return &lw->metrics;
 }

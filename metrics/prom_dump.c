@@ -63,6 +63,14 @@ static void on_dump_redelivered(void *ctx, const char *name, uint64_t n)
 	dump_add(ctx, D_REDELIVERED, n);
 }
 
+static void on_dump_failure(void *ctx, const char *name, enum blq_dump_failure reason,
+			    uint64_t n)
+{
+	(void)name;
+	if ((unsigned)reason < BLQ_DUMP_FAILURES)
+		dump_add(ctx, D_FAILURES + (int)reason, n);
+}
+
 const blq_dump_metrics *blq_prom_dump_writer(blq_prom *r, const char *name, blq_error *err)
 {
 	if (r == NULL || name == NULL || name[0] == '\0' || strlen(name) > NAME_MAX_LEN) {
@@ -84,6 +92,7 @@ const blq_dump_metrics *blq_prom_dump_writer(blq_prom *r, const char *name, blq_
 		.lost = on_dump_lost,
 		.quarantined = on_dump_quarantined,
 		.redelivered = on_dump_redelivered,
+		.failure = on_dump_failure,
 	};
 	pthread_mutex_lock(&r->mu);
 	dump_series **tail = &r->dumps;
@@ -142,5 +151,15 @@ void blq__prom_dump_families(out *o, const blq_prom *r)
 			     reasons[k],
 			     (unsigned long long)atomic_load_explicit(&s->c[D_FLUSH_SIZE + k],
 								      memory_order_relaxed));
+	}
+	blq__prom_emit(o, "# HELP dlqdump_failures_total Failures of the dump and its restorers, by "
+		"reason (blq_dump_failure).\n# TYPE dlqdump_failures_total counter\n");
+	for (const dump_series *s = r->dumps; s != NULL; s = s->next) {
+		blq__prom_escape(lbl, sizeof(lbl), s->name);
+		for (int k = 0; k < BLQ_DUMP_FAILURES; k++)
+			blq__prom_emit(o, "dlqdump_failures_total{queue=\"%s\",reason=\"%s\"} %llu\n",
+				       lbl, blq_dump_failure_name((enum blq_dump_failure)k),
+				       (unsigned long long)atomic_load_explicit(
+					       &s->c[D_FAILURES + k], memory_order_relaxed));
 	}
 }

@@ -71,7 +71,9 @@ typedef struct series {
 
 /* A dump's (and its restorer's) counters: low-rate events, one cell. */
 enum { D_SIZE_IN, D_SIZE_OUT, D_BYTES_IN, D_BYTES_OUT, D_FLUSH_SIZE, D_FLUSH_INTERVAL,
-       D_FLUSH_CLOSE, D_LOST, D_QUARANTINED, D_REDELIVERED, NDUMP };
+       D_FLUSH_CLOSE, D_LOST, D_QUARANTINED, D_REDELIVERED,
+       /* dlqdump_failures_total, one per blq_dump_failure */
+       D_FAILURES, NDUMP = D_FAILURES + BLQ_DUMP_FAILURES };
 
 typedef struct dump_series {
 	blq_dump_metrics m; /* m.ctx points here */

@@ -1743,6 +1743,9 @@ Test(dlqdump, prometheus_dump_families_pass_promtool)
 	m->lost(m->ctx, "dlq", 3);
 	m->quarantined(m->ctx, "dlq", 1);
 	m->redelivered(m->ctx, "dlq", 7);
+	m->failure(m->ctx, "dlq", BLQ_DUMP_FAIL_WRITE, 2);
+	m->failure(m->ctx, "dlq", BLQ_DUMP_FAIL_QUARANTINE, 1);
+	m->failure(m->ctx, "dlq", BLQ_DUMP_FAIL_WRITE, 3);
 	static char text[1 << 16], out[4096];
 	int n = blq_prom_render(reg, text, sizeof(text));
 	cr_assert(n > 0 && (size_t)n < sizeof(text));
@@ -1754,6 +1757,15 @@ Test(dlqdump, prometheus_dump_families_pass_promtool)
 	cr_expect(strstr(text, "dlqdump_lost_total{queue=\"dlq\"} 3\n") != NULL);
 	cr_expect(strstr(text, "dlqdump_quarantined_total{queue=\"dlq\"} 1\n") != NULL);
 	cr_expect(strstr(text, "dlqdump_redelivered_total{queue=\"dlq\"} 7\n") != NULL);
+	/* Failures by reason: every reason a series, 0 included. */
+	cr_expect(strstr(text, "# TYPE dlqdump_failures_total counter\n") != NULL, "%s", text);
+	cr_expect(strstr(text, "dlqdump_failures_total{queue=\"dlq\",reason=\"write\"} 5\n"));
+	cr_expect(strstr(text, "dlqdump_failures_total{queue=\"dlq\",reason=\"quarantine\"} 1\n"));
+	cr_expect(strstr(text, "dlqdump_failures_total{queue=\"dlq\",reason=\"dead_store\"} 0\n"));
+	size_t series = 0;
+	for (const char *p = text; (p = strstr(p, "\ndlqdump_failures_total{")) != NULL; p++)
+		series++;
+	cr_expect_eq(series, BLQ_DUMP_FAILURES);
 	int rc = run_with_input("promtool check metrics", text, out, sizeof(out));
 	cr_expect_eq(rc, 0, "promtool: %s", out);
 	cr_expect_eq(strlen(out), 0, "promtool printed: %s", out);

@@ -6,6 +6,7 @@
    source queue --leak--> blq_dump --batch--> writer (fs files | Redis stream)
                                                  |
    target queue <--blq_try_enqueue_job-- blq_restorer <-- reader
+   (or any blq_enqueuer: sink)
    \endverbatim
  *
  * - A dump (blq_dump) is a blq_enqueuer, so it can be any queue's DLQ. It
@@ -25,8 +26,12 @@
  *   is committed (marked done in the file's checkpoint, or acked and
  *   deleted from the stream) only once its item reached an outcome in the
  *   target; an item that leaked into a dump counts once that dump made it
- *   durable. A file goes when all its records are done. A restorer that
- *   dies leaves its uncommitted records to be restored again: at least
+ *   durable. A restorer may feed any blq_enqueuer instead (a sink: another
+ *   dump, say), which only accepts: its records are committed once it
+ *   accepted them and, if it has a sync, synced them
+ *   (blq_restorer_config.sink). A file goes when all its records are
+ *   done. A restorer that dies leaves its uncommitted records to be
+ *   restored again: at least
  *   once, with at most max_in_flight duplicates per dead restorer, each
  *   marked as a redelivery (blq_dump_record.deliveries).
  *
@@ -84,6 +89,77 @@ enum blq_dump_flush_reason {
 	BLQ_DUMP_FLUSH_CLOSE = 2,    /**< close or blq_dump_flush */
 };
 
+/**
+ * Why a dump or a restorer failed at something (blq_dump_metrics.failure,
+ * blq_dump_stats.failures, blq_restorer_stats.failures and the Prometheus
+ * family `dlqdump_failures_total{reason}`). Each is a place in the code
+ * that can fail; what one count is depends on the reason (an item, a
+ * call, a file). The values index the stats' arrays: new reasons are
+ * appended, never renumbered. blq_dump_failure_name() names them.
+ */
+enum blq_dump_failure {
+	/** Dump: a write attempt of a batch failed (its writer's or its
+	 * fallback's; the batch is retried): one per attempt, as
+	 * blq_dump_stats.write_errors. */
+	BLQ_DUMP_FAIL_WRITE = 0,
+	/** Dump: an item refused because its batch was full while writes
+	 * failed (BLQ_EFULL): one per item, lost. */
+	BLQ_DUMP_FAIL_NO_ROOM = 1,
+	/** Dump: an item its encoder refused (its negative code, or a length
+	 * over BLQ_DUMP_RECORD_MAX or that changed between two calls): one
+	 * per item, lost. */
+	BLQ_DUMP_FAIL_ENCODE = 2,
+	/** Dump: an item refused because its batch could not grow; restorer:
+	 * a record returned (or a dump given back) for want of memory. One
+	 * per item or dump. */
+	BLQ_DUMP_FAIL_MEMORY = 3,
+	/** Dump: items dropped at close, writes still failing after
+	 * close_timeout_ns: one per item, lost. */
+	BLQ_DUMP_FAIL_DROPPED = 4,
+	/** Restorer: claiming or reading a dump failed (the reader's next,
+	 * record or refresh: a file that cannot be read, Redis unreachable):
+	 * one per failed call. */
+	BLQ_DUMP_FAIL_READ = 5,
+	/** Restorer: a record its decoder refused: one per record (sent to
+	 * the dead store, or lost without one). */
+	BLQ_DUMP_FAIL_DECODE = 6,
+	/** Restorer: a damaged dump (file) or a bad entry (Redis) its reader
+	 * set aside: one per file or entry, as blq_restorer_stats.quarantined. */
+	BLQ_DUMP_FAIL_QUARANTINE = 7,
+	/** Restorer: recording progress failed (the reader's done, sync or
+	 * commit: a checkpoint that cannot be written, a finished file that
+	 * cannot be deleted or archived, an ack that does not reach Redis);
+	 * the records are kept and it is tried again: one per failed call, a
+	 * dump stuck at its commit counted once. */
+	BLQ_DUMP_FAIL_COMMIT = 8,
+	/** Restorer: an item its target or sink refused (anything but
+	 * BLQ_EFULL, which postpones it): its record is kept and comes
+	 * again. One per item. */
+	BLQ_DUMP_FAIL_REFUSED = 9,
+	/** Restorer: making items handed on durable failed (the target's
+	 * DLQ's sync for leaked items, the sink's sync): their records wait
+	 * and it is tried again. One per failed call. */
+	BLQ_DUMP_FAIL_SYNC = 10,
+	/** Restorer: a write to the dead store failed (its records stay in
+	 * flight and it is tried again): one per failed write. */
+	BLQ_DUMP_FAIL_DEAD_STORE = 11,
+};
+
+/** The number of blq_dump_failure reasons: the length of the failures
+ * arrays of blq_dump_stats and blq_restorer_stats. */
+#define BLQ_DUMP_FAILURES 12
+
+/**
+ * The name of a failure reason, as the log writer and the Prometheus
+ * label `reason` spell it: "write", "no_room", "encode", "memory",
+ * "dropped", "read", "decode", "quarantine", "commit", "refused", "sync",
+ * "dead_store".
+ * \param reason a blq_dump_failure.
+ * \return a static string; "unknown" for a value this build does not name.
+ * \threadsafety Any thread.
+ */
+BLQ_API const char *blq_dump_failure_name(enum blq_dump_failure reason);
+
 /** Dump and restorer events (the original's dlqdump MetricsWriter plus lost
  * and quarantined). Every callback is optional and receives the configured
  * name; callbacks run on producer threads, the dump's flush thread and the
@@ -107,7 +183,45 @@ typedef struct blq_dump_metrics {
 	void (*lost)(void *ctx, const char *name, uint64_t items);
 	/** A damaged dump (file) or entry (Redis) was moved aside. */
 	void (*quarantined)(void *ctx, const char *name, uint64_t count);
+	/** Something failed (the original's Fail(queue, reason)): \p n
+	 * more of \p reason, counted as the stats' failures arrays count
+	 * them (see blq_dump_failure). Optional: NULL. Called outside the
+	 * dump's lock, on the thread that met the failure. */
+	void (*failure)(void *ctx, const char *name, enum blq_dump_failure reason, uint64_t n);
 } blq_dump_metrics;
+
+/** A blq_dump_metrics that turns every dump, restorer and reader event
+ * into a log line, for debugging (the queue's blq_log_writer for dumps: a
+ * formatted line per item). The caller allocates it;
+ * blq_dump_log_writer_init fills it. */
+typedef struct blq_dump_log_writer {
+	blq_dump_metrics metrics; /**< what the configs' metrics point at */
+	blq_logger logger;        /**< where the lines go (a copy) */
+} blq_dump_log_writer;
+
+/**
+ * Make \p lw log every event through \p logger at BLQ_LOG_DEBUG, as
+ * `dump=NAME event=EVENT key=value ...`, NAME being the configured name
+ * of the dump, restorer or reader that reports it:
+ * - `event=in bytes=N` (dump_in: an item encoded),
+ * - `event=flush reason=size|interval|close bytes=N` (a batch persisted),
+ * - `event=restore_out bytes=N` (an item the target or sink accepted),
+ * - `event=redelivered items=N`, `event=lost items=N`,
+ * - `event=quarantined count=N`,
+ * - `event=failure reason=REASON n=N` (blq_dump_failure_name's names).
+ * \param[out] lw the caller's storage; nothing is allocated. It must
+ *        outlive the dumps, restorers and readers using it; nothing to
+ *        free.
+ * \param logger copied into \p lw; every line goes to its log callback
+ *        (as blq_log_writer's: the writer is the choice to see them).
+ * \return &lw->metrics, for blq_dump_config.metrics,
+ *         blq_restorer_config.metrics and the readers' metrics; NULL when
+ *         \p lw is NULL.
+ * \threadsafety Not thread-safe for the same \p lw: fill it before any
+ * dump uses it. The writer may then be shared by many dumps and threads.
+ */
+BLQ_API const blq_dump_metrics *blq_dump_log_writer_init(blq_dump_log_writer *lw,
+							 blq_logger logger);
 
 /* ---- codecs ------------------------------------------------------- */
 
@@ -412,10 +526,13 @@ typedef struct blq_dump_fs_config {
 	 * checks both and refuses with BLQ_EINVAL ("archive: ..."). If the
 	 * rename fails later all the same (EXDEV after a mount changed, a
 	 * full or read-only archive), the commit fails: the restorer logs it
-	 * and counts it (blq_restorer_stats.read_errors), the file stays in
-	 * the directory with its checkpoint (every record marked done, so
-	 * none is restored again) and the move is tried again at the next
-	 * sync, or at the next claim of the file. The reader never empties
+	 * and counts it once (blq_restorer_stats.read_errors and
+	 * failures[BLQ_DUMP_FAIL_COMMIT]), the file stays in the directory
+	 * with its checkpoint (every record marked done and synced at once,
+	 * so none is restored again, after a crash either) and the move is
+	 * tried again at each sync, or at the next claim of the file. No
+	 * copy across file systems: the archive promises an atomic move.
+	 * The reader never empties
 	 * the archive: that is the application's. Optional: NULL deletes
 	 * finished files, as before. Damaged files still go to `quarantine`. */
 	const char *archive;
@@ -666,6 +783,11 @@ struct blq_dump_stats {
 	uint64_t dropped;          /**< accepted, then lost at close */
 	uint64_t buffered;         /**< accepted, not persisted yet */
 	uint64_t buffered_bytes;   /**< their encoded bytes, with record headers */
+	/** Failures by reason, indexed by blq_dump_failure: a dump counts
+	 * BLQ_DUMP_FAIL_WRITE (= write_errors), _NO_ROOM, _ENCODE and
+	 * _MEMORY (together = refused) and _DROPPED (= dropped); the
+	 * restorer's reasons stay 0 here. */
+	uint64_t failures[BLQ_DUMP_FAILURES];
 };
 
 /**
@@ -786,15 +908,18 @@ typedef struct blq_restorer_config {
 	blq_dump_reader *reader;
 	/** Bytes -> payload. Required. */
 	blq_dump_decoder decoder;
-	/** Where items go, with blq_try_enqueue_job and a completion hook.
-	 * Required; must outlive the restorer. A leaky target's overflow may
+	/** Where items go, with blq_try_enqueue_job and a completion hook:
+	 * a blq queue, which reports each item's outcome. Required unless
+	 * `sink` is given instead (exactly one of the two); must outlive the
+	 * restorer. A leaky target's overflow may
 	 * go back to a dump: the restore count then grows (see max_restores),
 	 * and the record is done once that dump made the item durable
 	 * (blq_dlq_sync; a DLQ without sync, such as a queue, counts at the
 	 * hand-over). An item the target loses (force close without DLQ) is
 	 * not done: its record is restored again. */
 	blq *target;
-	/** Frees a decoded payload the target refused (closed). Optional. */
+	/** Frees a decoded payload the target or the sink refused (closed),
+	 * or held at close. Optional. */
 	void (*item_free)(void *payload);
 	/** Records handed to the target (or waiting for the dead store or a
 	 * leak's sync) and not yet durably done, at most: bounds the
@@ -825,6 +950,43 @@ typedef struct blq_restorer_config {
 	const blq_dump_metrics *metrics;
 	/** Logger; optional. */
 	blq_logger logger;
+	/**
+	 * Where items go when `target` is NULL: any blq_enqueuer (another
+	 * dump's blq_dump_enqueuer, a blq_as_enqueuer, your own). Exactly one
+	 * of target and sink.enqueue is required (BLQ_EINVAL naming both
+	 * otherwise). Copied; sink.self is borrowed and must outlive the
+	 * restorer.
+	 *
+	 * At least once, up to the point a sink can report. A queue target
+	 * reports outcomes, so its records are committed after their items'
+	 * outcomes; a sink only accepts. So a record is committed once its
+	 * item was accepted (enqueue returned 0) and, when the sink has a
+	 * sync, once a sync returned 0 after that (the same rule as a
+	 * target's DLQ for leaked items): a dump's sink commits a record only
+	 * when the other dump has written it. What the sink does with the
+	 * item after that is its own business: the restorer cannot know.
+	 * Without a sync, an item the sink accepted counts as done at once,
+	 * and a crash of the sink's process loses what it had not persisted.
+	 * - enqueue returns BLQ_EFULL: the item is held and offered again
+	 *   after postpone_interval_ns (counted postponed); nothing is read
+	 *   meanwhile.
+	 * - enqueue returns another code: the sink refused it; the record is
+	 *   not done (counted returned, and failures[BLQ_DUMP_FAIL_REFUSED];
+	 *   item_free frees the payload) and comes again, with its dump, at a
+	 *   later check (check_interval_ns); the other records go on.
+	 * - sync fails: the accepted records wait (in flight) and sync is
+	 *   tried again (counted failures[BLQ_DUMP_FAIL_SYNC]); BLQ_ENOTSUP
+	 *   from sync means "in memory only": done at acceptance from then on.
+	 * - sink.enqueue_why, when set, is called instead of enqueue for a
+	 *   record that carries why its item was dead-lettered (format 2), so
+	 *   a dump keeps the reason when items move from one dump to another.
+	 * The sink is called from the restorer's thread only, and may block
+	 * it (a dump waits for room while its writer is slow): close waits
+	 * for the call to return. allow_rate is not used (a sink has no
+	 * rate); blq_restorer_stats.processed, failed, expired and leaked stay
+	 * 0 (a sink reports no outcome).
+	 */
+	blq_enqueuer sink;
 } blq_restorer_config;
 
 /** Restorer counters. Every record read ends as one of done, dead, lost,
@@ -872,6 +1034,12 @@ struct blq_restorer_stats {
 	 * their damaged spans (the whole file when its header or version is
 	 * wrong). What restoring could not recover. */
 	uint64_t skipped_bytes;
+	/** Failures by reason, indexed by blq_dump_failure: a restorer counts
+	 * BLQ_DUMP_FAIL_MEMORY, _READ, _DECODE, _QUARANTINE (=
+	 * quarantined), _COMMIT, _REFUSED, _SYNC and _DEAD_STORE (READ,
+	 * COMMIT, SYNC and DEAD_STORE together = read_errors); the dump's
+	 * reasons stay 0 here. */
+	uint64_t failures[BLQ_DUMP_FAILURES];
 };
 
 /**

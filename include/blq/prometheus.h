@@ -29,8 +29,10 @@
  *   dlqdump_bytes_in_total, dlqdump_bytes_out_total,
  *   `dlqdump_bytes_flush_total{reason="size"|"interval"|"close"}`,
  *   dlqdump_lost_total, dlqdump_quarantined_total,
- *   dlqdump_redelivered_total, for each blq_prom_dump_writer (label
- *   `queue="DUMP NAME"`).
+ *   dlqdump_redelivered_total and
+ *   `dlqdump_failures_total{reason="..."}` (one series per
+ *   blq_dump_failure, named by blq_dump_failure_name), for each
+ *   blq_prom_dump_writer (label `queue="DUMP NAME"`).
  *
  * Hot-path updates take no lock: each queue's counters are spread over
  * per-thread cells (atomic adds on lines other threads rarely touch), and
