@@ -106,8 +106,9 @@ static uint64_t shared_heads(const blq *q)
  * wrong, and we stop the process rather than overfill a ring or lose the
  * item. A moved head is a take during our look, so each look again means
  * the others got on: lock-free, and no wait for anybody (the room is
- * there, nobody has to run for us to find it). seq_cst loads: ordered
- * after the look's own (the ring's head and tail loads). */
+ * there, nobody has to run for us to find it). A ring's head loads, the
+ * look's and ours, are ordered by coherence: a later one never sees an
+ * older head (seq_cst here all the same: a plain move on x86). */
 static __attribute__((noinline, cold)) void push_missed(blq *q, unsigned first,
 							const blq__item *tmpl,
 							void *const *payloads, size_t at, size_t n,
