@@ -13,8 +13,9 @@
  * into the shared rings, each from its own ring, singles and batches of
  * up to 32, a batch's items over many rings), a blocking enqueue that
  * keeps the queue full, and workers that take as fast as they can.
- * Measured with the code before the fix (its miss logged instead of the
- * abort): 8 to 13 misses in a run of this size, on a 2-vCPU host.
+ * Measured on a 2-vCPU host: with the miss logged instead of the abort,
+ * 1 to 4 misses in 4 rounds; 378f8de's library (the abort) aborted in 11
+ * runs of 11 of the ctest's 6 rounds.
  *
  * Checks: no abort; every item taken exactly once, with its magic; after
  * the close in == processed (nothing leaked, failed or lost) and every
@@ -28,7 +29,6 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include <blq/blq.h>
 
