@@ -50,7 +50,8 @@
  * (enqueue.c): two locked instructions per item, not three. A
  * lane's ring is smaller than capacity when capacity is large
  * (BLQ__LANE_SLOTS); a push that finds its lane full goes to the shared
- * rings, which hold capacity, so a reservation always finds a slot.
+ * rings, which hold capacity, so a reservation always finds a slot (a
+ * look over several that missed it looks again: rings.c, push_missed).
  *
  * Order: a producer's items are taken in the order it enqueued them. When
  * its lane is full it spills into one shared ring (the lane's own, chosen

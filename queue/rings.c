@@ -16,8 +16,6 @@
  * shared rings from their home one. A worker that finds a ring deep takes
  * a hand of items at once (blq__take_ahead, worker.c), from any of them.
  */
-#include <sched.h>
-
 #include "internal.h"
 #include "thread_hash.h"
 
@@ -77,6 +75,59 @@ static size_t push_shared(blq *q, unsigned first, const blq__item *tmpl, void *c
 	return done;
 }
 
+/* The shared rings' heads, summed: each only grows, so two sums are
+ * equal exactly when no ring's head moved between them. */
+static uint64_t shared_heads(const blq *q)
+{
+	uint64_t sum = 0;
+
+	for (unsigned i = 0; i < q->nrings; i++)
+		sum += atomic_load_explicit(&q->rings[i].head, memory_order_seq_cst);
+	return sum;
+}
+
+/* The rest of a reservation's n items, after push_shared found every
+ * shared ring full. It may: its look is one ring after another, not a
+ * snapshot. With held counting our places the rings never hold capacity
+ * at once, but the room can move behind the look: a worker takes from a
+ * ring the look has passed (releasing its place in held), another
+ * producer reserves that place and pushes into a ring the look has not
+ * reached yet, which is then full too. Caught under TSan with 3 streams
+ * (queue_stress_lanes, about one round in a hundred; docs/model-check.md,
+ * "Shared rings"): a producer found ring 1 full, then ring 2, was
+ * preempted while the workers drained both and others filled ring 0,
+ * and found ring 0 full.
+ *
+ * So look again while a head moved. A ring found full (its tail at pos,
+ * its head at h, pos - h its size) stays full while its head stays at h:
+ * tails never go back. So when the heads' sum is the same before and
+ * after a look that found every ring full, every ring was full at once at
+ * the end of that look, while held counted our places: held's count is
+ * wrong, and we stop the process rather than overfill a ring or lose the
+ * item. A moved head is a take during our look, so each look again means
+ * the others got on: lock-free, and no wait for anybody (the room is
+ * there, nobody has to run for us to find it). A ring's head loads, the
+ * look's and ours, are ordered by coherence: a later one never sees an
+ * older head (seq_cst here all the same: a plain move on x86). */
+static __attribute__((noinline, cold)) void push_missed(blq *q, unsigned first,
+							const blq__item *tmpl,
+							void *const *payloads, size_t at, size_t n,
+							unsigned *ring, uint64_t *end)
+{
+	uint64_t heads = shared_heads(q);
+
+	for (size_t done = 0;;) {
+		done += push_shared(q, first, tmpl, payloads, at + done, n - done, ring, end);
+		if (done == n)
+			return;
+		uint64_t now = shared_heads(q);
+
+		if (now == heads)
+			abort(); /* every shared ring full at once: held's count is wrong */
+		heads = now;
+	}
+}
+
 /* Whether a lane's spilled items have all been taken from its shared
  * ring: then its owner pushes into the lane again. */
 static bool spill_over(const blq *q, const blq__lane *l)
@@ -118,25 +169,11 @@ static void push_reserved(blq *q, blq__lane *l, const blq__item *tmpl, void *con
 		 * the shared ring: after them. */
 		first = l->spill_ring;
 	}
-	/* held reserved the room (lanes.h, "Capacity"), so the shared rings
-	 * have it. Yet under TSan (queue_stress_lanes, 40 producers, 3
-	 * streams: about one round in a hundred) a push found every shared
-	 * ring full while held counted room, and found a slot after one
-	 * yield in every case logged: a lag between a take's release of
-	 * held and its ring's head as this producer sees it, whose cause is
-	 * not found yet (the session note of 2026-11-28). So look again,
-	 * yielding, for up to a second before calling it broken. */
+	/* held reserved the room (lanes.h, "Capacity"): the shared rings
+	 * have it, though one look may miss it (push_missed). */
 	done += push_shared(q, first, tmpl, payloads, done, n - done, &ring, &end);
-	for (uint64_t t0 = 0; done < n;) {
-		uint64_t now = blq__fast_ns();
-
-		if (t0 == 0)
-			t0 = now;
-		else if (now - t0 > 1000000000ull)
-			abort(); /* the count is wrong, not late */
-		sched_yield();
-		done += push_shared(q, first, tmpl, payloads, done, n - done, &ring, &end);
-	}
+	if (done < n)
+		push_missed(q, first, tmpl, payloads, done, n - done, &ring, &end);
 	if (l == NULL) {
 		blq__lane_note_shared(q, ring, end);
 	} else if (ring == l->spill_ring) {

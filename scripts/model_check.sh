@@ -8,7 +8,9 @@
 # size below, each broken variant (a barrier, an acknowledgement, a wake,
 # the counter's order, the spill guard, the credit's thief, the borrow's
 # order, the credit in the wake-up, the wait for a refill in transit or
-# the transit count's order taken out) must give an error trail. One line per check, then "model check: N passed, N failed";
+# the transit count's order taken out) must give an error trail; and
+# the reserved push into several shared rings (models/shared_rings.pml:
+# the look again when a look missed the room, and its abort). One line per check, then "model check: N passed, N failed";
 # the exit status is non-zero when any check went wrong. Builds in a
 # temporary directory (MODEL_CHECK_KEEP=1 keeps it, with the trails).
 # docs/model-check.md says what is modelled and what each variant shows.
@@ -132,6 +134,25 @@ lanes_broken=("-DRELEASE_EARLY -DNP=2 -DNW=1 -DK=2 -DCAP=2"
 	"-DTRANSIT_EARLY -DNP=2 -DNW=1 -DK=1 -DCAP=2"
 	"-DNO_GEN -DTRY -DROOM_CHECK -DROOM_STRICT -DNP=2 -DNW=1 -DK=2 -DCAP=2")
 
+# models/shared_rings.pml (NR shared rings of RC slots, the capacity;
+# K items for producer 0, K1 for the others), sizes of the correct
+# model's runs (each a few seconds at most):
+#   2 rings of 1, 2 producers, 1 worker, 2 and 1 items: the smallest
+#     miss (SCAN_ONCE's trail)
+#   2 rings of 2, 2 producers, 2 workers, 3 items each
+#   3 rings of 1, 3 producers, 1 worker, 2 items each (LOOK_TWICE's
+#     trail: a second look can miss too)
+shared_sizes=("-DNR=2 -DRC=1 -DNP=2 -DNW=1 -DK=2 -DK1=1"
+	"-DNR=2 -DRC=2 -DNP=2 -DNW=2 -DK=3 -DK1=3"
+	"-DNR=3 -DRC=1 -DNP=3 -DNW=1 -DK=2 -DK1=2")
+# Broken variants: one look then the abort (the code before 42d1f82);
+# two looks then the abort; held released before the take moves the
+# head, caught by the monitor and, without it, by the push's abort.
+shared_broken=("-DSCAN_ONCE ${shared_sizes[0]}"
+	"-DLOOK_TWICE ${shared_sizes[2]}"
+	"-DRELEASE_EARLY ${shared_sizes[0]}"
+	"-DRELEASE_EARLY -DNO_MONITOR ${shared_sizes[0]}")
+
 # Runs one search: spin -a, gcc (-O2; -O0 for the broken variants, whose
 # searches are tiny: compiling pan.c at -O2 takes longer than they do),
 # pan. Sets `out` (pan's output) and `secs`; non-zero when it could not run.
@@ -232,6 +253,13 @@ for s in "${lanes_sizes[@]}"; do
 done
 for s in "${lanes_broken[@]}"; do
 	check_fails lanes.pml "$s" "lanes broken ${s/-D/-D}" \
+		"the model no longer tells this variant apart"
+done
+for s in "${shared_sizes[@]}"; do
+	check_correct shared_rings.pml "$s" "shared rings correct ${s//-D/}" -O0
+done
+for s in "${shared_broken[@]}"; do
+	check_fails shared_rings.pml "$s" "shared rings broken ${s/-D/-D}" \
 		"the model no longer tells this variant apart"
 done
 echo "model check: $passed passed, $failed failed"
