@@ -89,10 +89,10 @@ static void begin_close(blq *q, enum blq__close_mode mode)
 	stronger = raise_mode(q, mode);
 	if (mode >= BLQ__CLOSE_SOFT) {
 		if (mode == BLQ__CLOSE_HARD)
-			for (unsigned i = 0; i < q->nslots; i++)
+			for (unsigned i = 0; i < blq__slots(q); i++)
 				atomic_store_explicit(&q->workers[i].task.cancelled, 1,
 						      memory_order_release);
-		for (unsigned i = 0; i < q->nslots; i++)
+		for (unsigned i = 0; i < blq__slots(q); i++)
 			blq__ec_notify(&q->workers[i].park, 0);
 	} else if (q->balanced) {
 		blq__balance_on_close(q);
@@ -165,7 +165,7 @@ static void wait_producers(blq *q)
 
 static void sweep(blq *q)
 {
-	blq__cell *c = &q->cells[q->ncells - 1]; /* the closer's cell */
+	blq__cell *c = &q->cells[BLQ__CELL_CLOSER]; /* the closer's cell */
 	blq__item it;
 	uint64_t n = 0;
 

@@ -215,6 +215,17 @@ static int check_retry(const blq_config *c, blq_error *err)
 	return check_jitter(c, err);
 }
 
+int blq__bounds_check(const blq_config *c, blq_error *err)
+{
+	int rc;
+
+	if ((rc = check_workers(c, err)) != 0)
+		return rc;
+	if ((rc = check_factors(c, err)) != 0)
+		return rc;
+	return check_schedule(c, err);
+}
+
 int blq__config_check(const blq_config *c, blq_error *err)
 {
 	int rc;

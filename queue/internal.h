@@ -29,6 +29,9 @@
 #include "timer.h"
 
 #define BLQ__WORKERS_LIMIT 1024u
+/* Worker slots a queue can ever have: the ceiling's limit, and as many
+ * spares (watchdog.c). */
+#define BLQ__SLOTS_LIMIT (2u * BLQ__WORKERS_LIMIT)
 /* Every interval of the config and of a job: a year. Larger values are
  * mistakes (often a negative number cast to unsigned). */
 #define BLQ__INTERVAL_LIMIT (365ull * 24 * 3600 * 1000000000ull)
@@ -227,7 +230,10 @@ struct blq {
 	char name[BLQ__NAME_MAX + 1];
 	bool leaky;
 	bool stamp;    /* read the clock on enqueue */
-	bool balanced; /* workers_min < workers_max, or a schedule */
+	/* workers_min < workers_max, or a schedule: set by blq_new, and
+	 * raised (never lowered) by blq_resize under pool_mu; atomic for
+	 * that, a plain load on the paths that read it. */
+	_Atomic bool balanced;
 	bool own_clock; /* cfg.clock.now_ns is the caller's, not CLOCK_MONOTONIC */
 	bool direct_due; /* the engine lets the timer use a due ring (shape) */
 	blq_schedule *schedule; /* a copy, or NULL */
@@ -295,16 +301,27 @@ struct blq {
 	 * blq__staged reads both. */
 	alignas(BLQ__CACHELINE) _Atomic uint64_t staged;
 
-	/* -- Set by blq_new, read-only after; read on every enqueue and take:
-	 * a line of its own, away from `staged`. The cells' and workers'
-	 * own fields follow their own rules (blq__cell, blq__worker). -- */
-	alignas(BLQ__CACHELINE) unsigned nworkers; /* thread ceiling: max workers_max of config and schedule */
-	/* Worker slots: the ceiling's, and as many spares, where the
-	 * watchdog starts the replacements of threads it gave up. Every walk
-	 * over the workers goes to nslots. */
-	unsigned nslots;
+	/* -- Set by blq_new, grown only by blq_resize (under pool_mu); read
+	 * on every enqueue and take: a line of its own, away from `staged`.
+	 * The cells' and workers' own fields follow their own rules
+	 * (blq__cell, blq__worker). -- */
+	/* The thread ceiling: the largest workers_max of the base bounds
+	 * and the schedule (blq_stats' idle slots count against it). */
+	alignas(BLQ__CACHELINE) _Atomic unsigned nworkers;
+	/* Worker slots in use: twice the largest ceiling so far (the
+	 * spares are where the watchdog starts the replacements of threads
+	 * it gave up). Only grows: a slot is set up before the release
+	 * store that publishes it, so a walker that reads it (blq__slots,
+	 * acquire) finds every slot below ready. Every walk over the workers
+	 * goes to blq__slots(q). */
+	_Atomic unsigned nslots;
+	/* Both arrays are reserved once, at creation, for BLQ__SLOTS_LIMIT
+	 * slots (address space only: a page is backed once a slot on it is
+	 * set up, queue.c) and never move or shrink, so no reader can hold a
+	 * stale pointer after a resize. The cells: BLQ__PRODUCER_CELLS
+	 * producer cells (lane i's is cell i), the closer's, then one per
+	 * worker slot (BLQ__CELL_WORKERS + i). */
 	blq__worker *workers;
-	unsigned ncells; /* nslots + BLQ__PRODUCER_CELLS + 1 (closer) */
 	blq__cell *cells;
 
 	/* -- Under pool_mu: the balancer's state. Lock order: pool_mu
@@ -312,7 +329,10 @@ struct blq {
 	 * without it (relaxed, by blq_stats). -- */
 	pthread_mutex_t pool_mu;
 	bool pool_closed;  /* no more thread starts */
-	blq__bounds bounds;
+	/* The base bounds: the config's, until blq_resize replaces them; in
+	 * force whenever no schedule range is (balancer.c, bounds_now). */
+	blq__bounds base;
+	blq__bounds bounds; /* in force since the last look */
 	uint64_t hb_last;  /* the queue's clock at the last heartbeat */
 	pthread_t hb_thread;
 	bool hb_started;
@@ -344,6 +364,23 @@ struct blq {
 	bool finishing;           /* someone is joining and sweeping */
 };
 
+/* The cells (struct blq, `cells`): the closer's, and the first worker's. */
+#define BLQ__CELL_CLOSER BLQ__PRODUCER_CELLS
+#define BLQ__CELL_WORKERS (BLQ__PRODUCER_CELLS + 1)
+
+/* Worker slots in use; slots below it are set up (acquire: pairs with
+ * the release store that publishes new ones, queue.c). */
+static inline unsigned blq__slots(const blq *q)
+{
+	return atomic_load_explicit(&q->nslots, memory_order_acquire);
+}
+
+/* Cells in use: the producers', the closer's, the slots'. */
+static inline unsigned blq__ncells(const blq *q)
+{
+	return BLQ__CELL_WORKERS + blq__slots(q);
+}
+
 /* Worker i's retry inbox (inbox.c), or NULL before its first retry. */
 static inline struct blq__inbox *blq__inbox_at(const blq *q, unsigned i)
 {
@@ -360,6 +397,9 @@ uint64_t blq__ready(const blq *q);
 
 /* config.c */
 int blq__config_check(const blq_config *cfg, blq_error *err);
+/* The pool's part of it (workers, workers_min/max, the factors, and the
+ * schedule's factors against them), with the same messages: blq_resize. */
+int blq__bounds_check(const blq_config *cfg, blq_error *err);
 
 /* clock.c: CLOCK_MONOTONIC read cheaply (the queue's default clock; sleep
  * deadlines use blq__monotonic_ns, util/monotonic.h). */
@@ -408,6 +448,9 @@ bool blq__pop_oldest_own(blq *q, blq__item *out);
 unsigned blq__take_ahead(blq *q, unsigned home, blq__item *out, unsigned max);
 /* Items workers took ahead and have not started (worker.c). */
 uint64_t blq__hand_items(const blq *q);
+/* queue.c: sets the thread ceiling and sets up slots up to twice it
+ * (never fewer than before). Caller holds pool_mu (or is blq_new). */
+void blq__slots_grow(blq *q, unsigned ceiling);
 
 /* lanes.c (lanes.h): a rings-engine queue's lanes, made and registered
  * (BLQ_ENOMEM) and freed; the calling thread's lane (adopted on its first
@@ -430,7 +473,7 @@ void blq__lanes_unspend(blq *q, blq__lane *l);
  * carries the lane's credit). */
 static inline blq__cell *blq__lane_cell(blq *q, const blq__lane *l)
 {
-	return &q->cells[q->nslots + (unsigned)(l - q->lanes.lane)];
+	return &q->cells[(unsigned)(l - q->lanes.lane)];
 }
 
 /* engine.c: choosing the engine (the one place that names QoS) and

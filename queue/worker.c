@@ -285,7 +285,7 @@ static void wait_items(blq *q, blq__worker *w, uint32_t snap)
 {
 	const blq_metrics_writer *m = q->cfg.metrics;
 
-	if (!q->balanced && m == NULL) {
+	if (!atomic_load_explicit(&q->balanced, memory_order_relaxed) && m == NULL) {
 		blq__ec_wait(&q->items_ec, snap, 0);
 		return;
 	}

@@ -174,7 +174,9 @@ typedef struct blq_config {
 	void (*item_free)(void *payload);
 
 	/** Fixed pool size. Setting it means workers_min = workers_max =
-	 * workers; do not set those too. */
+	 * workers; do not set those too. This and the four fields after the
+	 * schedule (workers_min, workers_max, wakeup_factor, sleep_factor)
+	 * can be changed on a running queue with blq_resize. */
 	unsigned workers;
 	/** Balanced pool bounds: with workers_min < workers_max (or a
 	 * schedule) the pool grows and shrinks with the load between them.
@@ -378,8 +380,9 @@ struct blq_stats {
 	 * now (fixed pools too); clears once they got in (the drain). */
 	bool throttled;
 	bool paused; /**< between blq_pause and blq_resume (or a close) */
-	/** The balancer's bounds at its last look: the config's, or those of
-	 * the schedule range in force. */
+	/** The balancer's bounds at its last look (or the last blq_resize):
+	 * the base bounds (the config's, or blq_resize's), or those of the
+	 * schedule range in force. */
 	unsigned workers_min;
 	unsigned workers_max;    /**< see workers_min */
 	double wakeup_factor;    /**< see workers_min */
@@ -931,6 +934,54 @@ BLQ_API int blq_force_close(blq *q);
  * returns), and only once; never from q's own workers.
  */
 BLQ_API int blq_free(blq *q);
+
+/** New pool bounds for a running queue (blq_resize): the fields of
+ * blq_config of the same names, with the same rules. */
+typedef struct blq_pool_bounds {
+	/** Fixed pool size (workers_min = workers_max = workers), or 0 to
+	 * use workers_min/workers_max; not both. */
+	unsigned workers;
+	/** 0..workers_max. */
+	unsigned workers_min;
+	/** 1..1024: may be above the value the queue was created with. */
+	unsigned workers_max;
+	/** (0, 1]; 0 keeps the current base value. */
+	double wakeup_factor;
+	/** [0, wakeup_factor]; 0 keeps the current base value. */
+	double sleep_factor;
+} blq_pool_bounds;
+
+/**
+ * Change the pool's bounds on a running queue: workers_min, workers_max and
+ * the factors, as blq_config's (pond's Resize, ants' Tune).
+ *
+ * The new bounds replace the base bounds, the config's: those in force
+ * when no schedule range matches. A schedule range in force still
+ * overrides them until it ends (its unset factors come from the new base
+ * factors). The pool follows during the call: workers above the max in
+ * force stop, each after its current item and the items it took ahead (no
+ * item is abandoned), and threads start up to the min (and more when the
+ * queue is backed up, as a heartbeat would); blq_stats shows the new
+ * bounds at once. workers_max may go above its value at creation, up to
+ * 1024 (the queue reserved address space for that at creation; a page of
+ * it is backed once a slot on it is used). A fixed pool given a range
+ * (min < max) becomes balanced: its heartbeat thread starts.
+ *
+ * \param q the queue.
+ * \param b the new bounds; only read during the call.
+ * \param[out] err optional; the code and a message naming the field, as
+ *        blq_new's ("workers_max: must be >= workers_min (4), got 2").
+ * \retval 0 applied.
+ * \retval BLQ_EINVAL \p q or \p b is NULL, or a bound is out of range
+ *         (nothing changed).
+ * \retval BLQ_ECLOSED the queue is closing or closed (nothing changed).
+ * \retval BLQ_ETHREAD the heartbeat thread could not start (nothing
+ *         changed), or fewer threads than the new min could (the bounds
+ *         are applied; a balanced queue tries again at each heartbeat).
+ * \threadsafety Any thread, one of q's own workers included; serialised
+ *         with the balancer, the schedule and close.
+ */
+BLQ_API int blq_resize(blq *q, const blq_pool_bounds *b, blq_error *err);
 
 /**
  * Workers stop taking items (those running finish); enqueues keep their
