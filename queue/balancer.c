@@ -163,7 +163,9 @@ static void scale_up(blq *q, const blq__bounds *b, double rate)
 
 	tally(q, &active, &asleep);
 	unsigned want = active;
-	if (rate >= b->wakeup)
+	/* A backlog the rate limit holds is not for more workers: they would
+	 * wait for the same tokens (rate.c). */
+	if (rate >= b->wakeup && !blq__rate_holding(q, blq__now(q)))
 		want = active + (active > 0 ? active : 1);
 	else if (active == 0 && rate > 0)
 		want = 1; /* items wait and nobody works: never leave them */
@@ -511,7 +513,9 @@ int blq_resize(blq *q, const blq_pool_bounds *nb, blq_error *err)
 	unsigned active, asleep;
 	tally(q, &active, &asleep);
 	pthread_mutex_unlock(&q->pool_mu);
-	if (active < b.min)
+	/* A close that began meanwhile ends new threads at once: not a
+	 * failure to start them. */
+	if (active < b.min && !atomic_load_explicit(&q->closed, memory_order_seq_cst))
 		return blq__error_set(err, BLQ_ETHREAD,
 				      "workers_min: could start only %u of %u threads (a balanced "
 				      "queue tries again at each heartbeat)",

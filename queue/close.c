@@ -51,6 +51,7 @@ void blq__wake_all(blq *q)
 	blq__ec_notify(&q->pause_ec, 0);
 	blq__ec_notify(&q->idle_ec, 0);
 	blq__ec_notify(&q->hb_ec, 0);
+	blq__ec_notify(&q->rate_ec, 0);
 	if (q->engine->wake_all != NULL)
 		q->engine->wake_all(q->engine_state);
 }

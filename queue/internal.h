@@ -84,6 +84,10 @@ typedef struct blq__cell {
 	 * line every leaking producer shares made a leak 1.8x slower. */
 	_Atomic uint64_t dlq_in;
 	_Atomic uint64_t dlq_out;
+	/* Workers only (rate.c): starts that had to wait for a token, and
+	 * the time spent waiting, on the queue's clock. */
+	_Atomic uint64_t rate_delayed;
+	_Atomic uint64_t rate_wait_ns;
 	_Atomic uint64_t extra; /* batches only: on a line of its own */
 } blq__cell;
 
@@ -182,6 +186,9 @@ typedef struct blq__worker {
 	blq__ec park; /* an asleep worker sleeps here */
 	/* Its retries' way into the timer (inbox.c); NULL until the first. */
 	_Atomic(struct blq__inbox *) inbox;
+	/* The worker's own: it slept for a token since its last start
+	 * (rate.c counts the start as delayed). */
+	bool rate_waited;
 	/* Below: under q->pool_mu. */
 	pthread_t thread;
 	bool joinable;    /* a thread was created and not yet joined */
@@ -323,6 +330,10 @@ struct blq {
 	 * worker slot (BLQ__CELL_WORKERS + i). */
 	blq__worker *workers;
 	blq__cell *cells;
+	/* The rate limit (rate.c), set by blq_new: the emission interval T
+	 * (ns per start; 0: no limit, the one branch a take pays) and the
+	 * burst tolerance T * (rate_burst - 1). */
+	uint64_t rate_t, rate_tau;
 
 	/* -- Under pool_mu: the balancer's state. Lock order: pool_mu
 	 * before mu. The four counters are written under pool_mu and read
@@ -352,6 +363,17 @@ struct blq {
 	bool wd_joinable; /* under pool_mu */
 	blq__ec wd_ec;
 	pthread_t wd_thread;
+
+	/* -- The rate limit's state (rate.c), written per start when on: a
+	 * line of its own. rate_tat: the GCRA's theoretical arrival time of
+	 * the next start, on the queue's clock; rate_held_at: the last time
+	 * a worker found items waiting and no token (the balancer's look, with
+ * rate_waiting: a worker late to wake on a busy host still holds);
+	 * rate_ec: where such workers sleep until the token's time. -- */
+	alignas(BLQ__CACHELINE) _Atomic uint64_t rate_tat;
+	_Atomic uint64_t rate_held_at;
+	_Atomic unsigned rate_waiting; /* workers asleep in blq__rate_hold now */
+	blq__ec rate_ec;
 
 	/* -- Under mu: the close state machine and the worker exits. -- */
 	pthread_mutex_t mu;
@@ -598,6 +620,24 @@ void blq__watchdog_stop(blq *q); /* after pool_closed: no restart */
 /* A close past its limit: gives up every running callback and detaches
  * its thread (no replacement). Takes pool_mu. */
 void blq__give_up_running(blq *q);
+
+/* rate.c: at most cfg.rate_limit starts a second, burst cfg.rate_burst. */
+void blq__rate_init(blq *q);
+/* A token for a start at `now`: true, with the new arrival time in *tat
+ * (for blq__rate_refund); false when none is free yet. Any worker. */
+bool blq__rate_token(blq *q, uint64_t now, uint64_t *tat);
+/* The token taken as *tat found no item: back, unless another start took
+ * one after it (then it is lost: the rate runs under the limit, never
+ * over it). */
+void blq__rate_refund(blq *q, uint64_t tat);
+/* A limited worker whose take found no token: while items wait, sleeps
+ * until the next token's time (or a close, a command, a kick wakes it)
+ * and returns true (look again); false when no item waits (sleep on the
+ * items instead). */
+bool blq__rate_hold(blq *q, blq__worker *w);
+/* The limiter held items back within the last heartbeat: the balancer
+ * does not grow the pool for that backlog. */
+bool blq__rate_holding(const blq *q, uint64_t now);
 
 /* balancer.c */
 int blq__balancer_start(blq *q, blq_error *err);

@@ -71,8 +71,10 @@ void blq__pool_wake(blq *q, blq__worker *w)
 void blq__pool_sleep(blq *q, blq__worker *w)
 {
 	atomic_store_explicit(&w->cmd, BLQ__CMD_SLEEP, memory_order_release);
-	/* It may be blocked on the empty queue: make it look at its command. */
+	/* It may be blocked on the empty queue, or waiting for a rate token
+	 * (rate.c): make it look at its command. */
 	blq__ec_notify(&q->items_ec, 0);
+	blq__ec_notify(&q->rate_ec, 0);
 	atomic_fetch_add_explicit(&q->slept, 1, memory_order_relaxed);
 }
 
@@ -81,6 +83,7 @@ void blq__pool_stop(blq *q, blq__worker *w)
 	atomic_store_explicit(&w->cmd, BLQ__CMD_STOP, memory_order_release);
 	blq__ec_notify(&w->park, 0);
 	blq__ec_notify(&q->items_ec, 0);
+	blq__ec_notify(&q->rate_ec, 0);
 	atomic_fetch_add_explicit(&q->stopped_threads, 1, memory_order_relaxed);
 }
 

@@ -223,6 +223,7 @@ blq *blq_new(const blq_config *cfg, blq_error *err)
 		return NULL;
 	}
 	apply_defaults(q);
+	blq__rate_init(q);
 	q->start_ns = blq__now(q);
 	if (blq__engine_setup(q, &streams) != 0 || alloc_rings(q, streams) != 0 ||
 	    (q->engine == &blq__rings_engine && blq__lanes_init(q) != 0) || alloc_workers(q) != 0) {
@@ -424,6 +425,8 @@ int blq_stats(const blq *q, struct blq_stats *out)
 	out->wakeup_factor = b.wakeup;
 	out->sleep_factor = b.sleep;
 	out->schedule_range = b.range;
+	out->rate_delayed = fold(q, offsetof(blq__cell, rate_delayed));
+	out->rate_limited_ns = fold(q, offsetof(blq__cell, rate_wait_ns));
 	return 0;
 }
 

@@ -665,6 +665,7 @@ void blq__timer_kick(blq *q)
 	blq__timer *t = &q->timer;
 
 	blq__watchdog_kick(q); /* it keeps time on the same clock */
+	blq__ec_notify(&q->rate_ec, 0); /* so do workers waiting for a rate token */
 	if (!t->ready)
 		return;
 	pthread_mutex_lock(&t->mu);

@@ -271,9 +271,12 @@ static void *resize_loop(void *p)
 		blq_pool_bounds b = {.workers_min = 1 + k % 3, .workers_max = 1 + k % 8};
 		if (b.workers_min > b.workers_max)
 			b.workers_min = b.workers_max;
-		int rc = blq_resize(r->q, &b, NULL);
+		blq_error err;
+		int rc = blq_resize(r->q, &b, &err);
 		if (rc != 0) {
 			r->last_rc = rc;
+			if (rc != BLQ_ECLOSED)
+				fprintf(stderr, "resize: %s\n", err.msg);
 			return NULL;
 		}
 		atomic_fetch_add(&r->applied, 1);

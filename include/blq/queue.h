@@ -276,6 +276,24 @@ typedef struct blq_config {
 	 * never makes a producer wait. */
 	unsigned producers_blocked_max;
 
+	/** Rate limit: at most this many item starts a second (a start is a
+	 * worker taking an item, a retry's attempt included), over the whole
+	 * queue (QoS sub-queues share it). 0 = no limit (the default; it
+	 * then costs one predictable branch per take); otherwise
+	 * 0.001..1e9. Workers take a token before they take an item, so an
+	 * item held back stays queued (it counts in blq_size, and a full
+	 * queue blocks or leaks as usual); a worker with no token sleeps until
+	 * the next one's time on the queue's clock (no spinning). The
+	 * balancer does not grow the pool for a backlog the limit holds. A
+	 * graceful close drains at the limit; a Soft or Hard close ends the
+	 * held items like any queued item. blq_stats' rate_delayed and
+	 * rate_limited_ns show the limit at work. */
+	double rate_limit;
+	/** Starts allowed at once above the rate (GCRA burst tolerance): up
+	 * to this many may start together after a quiet spell. Default 1;
+	 * 1..1000000; needs rate_limit. */
+	unsigned rate_burst;
+
 	/** Minimum time between enqueue and start: items wait in the timer,
 	 * never in a worker, never in front of items that are due. 0..1 year;
 	 * 0 = none. */
@@ -415,6 +433,12 @@ struct blq_stats {
 	 * producers_blocked_max producers were waiting already (since
 	 * creation). */
 	uint64_t producers_turned_away;
+	/** Rate limit (blq_config.rate_limit): starts that waited for a
+	 * token, and the total time workers spent waiting for tokens, in
+	 * nanoseconds on the queue's clock (since creation; 0 without a
+	 * limit). */
+	uint64_t rate_delayed;
+	uint64_t rate_limited_ns; /**< see rate_delayed */
 };
 
 /**
