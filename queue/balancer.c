@@ -165,7 +165,7 @@ static void scale_up(blq *q, const blq__bounds *b, double rate)
 	unsigned want = active;
 	/* A backlog the rate limit holds is not for more workers: they would
 	 * wait for the same tokens (rate.c). */
-	if (rate >= b->wakeup && !blq__rate_holding(q, blq__now(q)))
+	if (rate >= b->wakeup && !(q->rate_t != 0 && blq__rate_holding(q, blq__now(q))))
 		want = active + (active > 0 ? active : 1);
 	else if (active == 0 && rate > 0)
 		want = 1; /* items wait and nobody works: never leave them */
