@@ -174,9 +174,9 @@ typedef struct blq_config {
 	void (*item_free)(void *payload);
 
 	/** Fixed pool size. Setting it means workers_min = workers_max =
-	 * workers; do not set those too. This and the four fields after the
-	 * schedule (workers_min, workers_max, wakeup_factor, sleep_factor)
-	 * can be changed on a running queue with blq_resize. */
+	 * workers; do not set those too. This, workers_min, workers_max,
+	 * wakeup_factor and sleep_factor can be changed on a running queue
+	 * with blq_resize. */
 	unsigned workers;
 	/** Balanced pool bounds: with workers_min < workers_max (or a
 	 * schedule) the pool grows and shrinks with the load between them.
