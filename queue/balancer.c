@@ -40,8 +40,9 @@
  *   force when no schedule range is) under pool_mu and follows at once,
  *   as a beat would: a range in force still overrides them. Raising the
  *   ceiling sets up more slots (queue.c reserved room for the limit, so
- *   nothing moves under a walker); a fixed pool given a range gets the
- *   heartbeat thread then. Lowering the max stops the workers above it,
+ *   nothing moves under a walker); a queue resized gets the heartbeat
+ *   thread if it had none (a fixed pool), which balances a range and
+ *   finishes a grow whose slots threads still stopping held. Lowering the max stops the workers above it,
  *   each after its item and its hand: no item is abandoned.
  */
 #include <math.h>
@@ -478,9 +479,11 @@ int blq_resize(blq *q, const blq_pool_bounds *nb, blq_error *err)
 	unsigned min = c.workers > 0 ? c.workers : c.workers_min;
 	unsigned max = c.workers > 0 ? c.workers : c.workers_max;
 	bool balanced = min < max || q->schedule != NULL;
-	/* A fixed pool given a range needs the heartbeat from now on (a
-	 * range back to a fixed size keeps it: it costs a wake-up a beat). */
-	if (balanced && !q->hb_started) {
+	/* A resized queue runs the heartbeat from now on (a wake-up a beat):
+	 * a fixed pool given a range needs it to balance, and any pool needs
+	 * it to finish a grow whose slots are still held by threads stopping
+	 * after their items (resizes in quick succession). */
+	if (!q->hb_started) {
 		int e = heartbeat_start(q);
 		if (e != 0) {
 			pthread_mutex_unlock(&q->pool_mu);
@@ -512,13 +515,17 @@ int blq_resize(blq *q, const blq_pool_bounds *nb, blq_error *err)
 	log_change(q, "resize", rate, a0, s0);
 	unsigned active, asleep;
 	tally(q, &active, &asleep);
+	bool idle = false;
+	for (unsigned i = 0; i < blq__slots(q) && !idle; i++)
+		idle = atomic_load_explicit(&q->workers[i].state, memory_order_acquire) == BLQ__W_IDLE;
 	pthread_mutex_unlock(&q->pool_mu);
-	/* A close that began meanwhile ends new threads at once: not a
-	 * failure to start them. */
-	if (active < b.min && !atomic_load_explicit(&q->closed, memory_order_seq_cst))
+	/* Short of the min with an idle slot left: a thread did not start.
+	 * (No idle slot: stopping threads hold them, the heartbeat finishes
+	 * the grow; a close that began meanwhile ends new threads at once.) */
+	if (active < b.min && idle && !atomic_load_explicit(&q->closed, memory_order_seq_cst))
 		return blq__error_set(err, BLQ_ETHREAD,
-				      "workers_min: could start only %u of %u threads (a balanced "
-				      "queue tries again at each heartbeat)",
+				      "workers_min: could start only %u of %u threads (the "
+				      "heartbeat tries again at each beat)",
 				      active, b.min);
 	return 0;
 }

@@ -988,8 +988,10 @@ typedef struct blq_pool_bounds {
  * queue is backed up, as a heartbeat would); blq_stats shows the new
  * bounds at once. workers_max may go above its value at creation, up to
  * 1024 (the queue reserved address space for that at creation; a page of
- * it is backed once a slot on it is used). A fixed pool given a range
- * (min < max) becomes balanced: its heartbeat thread starts.
+ * it is backed once a slot on it is used). A queue without a heartbeat
+ * thread (a fixed pool) gets one at its first resize: a range (min < max)
+ * makes it balanced, and at any size the heartbeat finishes a grow whose
+ * slots were still held by threads stopping after their items.
  *
  * \param q the queue.
  * \param b the new bounds; only read during the call.
@@ -1000,8 +1002,8 @@ typedef struct blq_pool_bounds {
  *         (nothing changed).
  * \retval BLQ_ECLOSED the queue is closing or closed (nothing changed).
  * \retval BLQ_ETHREAD the heartbeat thread could not start (nothing
- *         changed), or fewer threads than the new min could (the bounds
- *         are applied; a balanced queue tries again at each heartbeat).
+ *         changed), or a worker thread could not (the bounds are applied;
+ *         the heartbeat tries again at each beat).
  * \threadsafety Any thread, one of q's own workers included; serialised
  *         with the balancer, the schedule and close.
  */
