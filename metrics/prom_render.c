@@ -109,10 +109,11 @@ static void leak_family(out *o, const blq_prom *r)
 
 /* One series of a counter family read from blq_stats at render time
  * (nothing on the queue's path): the field at `off`, with a second label
- * `key="value"` when key is not NULL. */
+ * `key="value"` when key is not NULL; `ns` fields render in seconds. */
 typedef struct stats_series {
 	const char *value;
 	size_t off;
+	bool ns;
 } stats_series;
 
 /* A counter family of the watched queues' blq_stats fields, n series a
@@ -132,7 +133,9 @@ static void stats_family(out *o, const blq_prom *r, const char *name, const char
 		for (size_t k = 0; k < n; k++) {
 			uint64_t x = *(const uint64_t *)((const char *)&st + v[k].off);
 
-			if (key != NULL)
+			if (v[k].ns)
+				blq__prom_emit(o, "%s{queue=\"%s\"} %.9f\n", name, lbl, (double)x / 1e9);
+			else if (key != NULL)
 				blq__prom_emit(o, "%s{queue=\"%s\",%s=\"%s\"} %llu\n", name, lbl, key,
 					       v[k].value, (unsigned long long)x);
 			else
@@ -145,24 +148,35 @@ static void stats_family(out *o, const blq_prom *r, const char *name, const char
 /* The leaks by reason: each series equals its blq_stats field and the
  * five add up to leaked. queue_leak_total{dir} counts the same events by
  * side, where fail_to_dlq and deadline_to_dlq say "rear" and a close
- * "front" (docs/reference-metrics.md). Then the producers refused at
+ * "front" (docs/reference-metrics.md). Then the rate limit's delayed
+ * starts and waiting time, and the producers refused at
  * producers_blocked_max. */
 static void stats_families(out *o, const blq_prom *r)
 {
 	static const stats_series why[] = {
-		{"overflow_rear", offsetof(struct blq_stats, leaked_rear)},
-		{"overflow_front", offsetof(struct blq_stats, leaked_front)},
-		{"failed", offsetof(struct blq_stats, leaked_failed)},
-		{"deadline", offsetof(struct blq_stats, leaked_deadline)},
-		{"closed", offsetof(struct blq_stats, leaked_closed)},
+		{"overflow_rear", offsetof(struct blq_stats, leaked_rear), false},
+		{"overflow_front", offsetof(struct blq_stats, leaked_front), false},
+		{"failed", offsetof(struct blq_stats, leaked_failed), false},
+		{"deadline", offsetof(struct blq_stats, leaked_deadline), false},
+		{"closed", offsetof(struct blq_stats, leaked_closed), false},
 	};
 	static const stats_series turned_away[] = {
-		{NULL, offsetof(struct blq_stats, producers_turned_away)},
+		{NULL, offsetof(struct blq_stats, producers_turned_away), false},
+	};
+	static const stats_series rate_delayed[] = {
+		{NULL, offsetof(struct blq_stats, rate_delayed), false},
+	};
+	static const stats_series rate_waited[] = {
+		{NULL, offsetof(struct blq_stats, rate_limited_ns), true},
 	};
 
 	stats_family(o, r, "queue_leak_reason_total",
 		     "Items handed to the DLQ, by why (blq_stats leaked_*).", "reason", why,
 		     sizeof(why) / sizeof(why[0]));
+	stats_family(o, r, "queue_rate_limit_delayed_total",
+		     "Item starts that waited for a rate_limit token.", NULL, rate_delayed, 1);
+	stats_family(o, r, "queue_rate_limit_wait_seconds_total",
+		     "Time workers spent waiting for rate_limit tokens.", NULL, rate_waited, 1);
 	stats_family(o, r, "queue_producers_turned_away_total",
 		     "Blocking enqueues refused because producers_blocked_max producers were "
 		     "waiting already.",

@@ -154,7 +154,7 @@ static int wait_room(const blq__admission *a, const blq__item *it, enum blq__mod
 			return BLQ_ECLOSED;
 		if (a->ops->push(a->ctx, it))
 			return 0;
-		if (p->balanced)
+		if (atomic_load_explicit(p->balanced, memory_order_relaxed))
 			blq__scale_up_hint(p->q); /* still full after a wake-up */
 	}
 }
@@ -166,7 +166,7 @@ int blq__admit_full(const blq__admission *a, blq__cell *c, const blq__item *it,
 	int rc;
 
 	*pushed = false;
-	if (p->balanced)
+	if (atomic_load_explicit(p->balanced, memory_order_relaxed))
 		blq__scale_up_hint(p->q); /* full: more hands, now */
 	if (p->leaky) {
 		*pushed = leak(a, c, it);

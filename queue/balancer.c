@@ -36,6 +36,14 @@
  *   min.
  * - workers_min 0: the pool may go to zero threads; an enqueue that finds
  *   no active worker starts one at once.
+ * - Live resize (blq_resize): replaces the base bounds (the config's, in
+ *   force when no schedule range is) under pool_mu and follows at once,
+ *   as a beat would: a range in force still overrides them. Raising the
+ *   ceiling sets up more slots (queue.c reserved room for the limit, so
+ *   nothing moves under a walker); a queue resized gets the heartbeat
+ *   thread if it had none (a fixed pool), which balances a range and
+ *   finishes a grow whose slots threads still stopping held. Lowering the max stops the workers above it,
+ *   each after its item and its hand: no item is abandoned.
  */
 #include <math.h>
 #include <pthread.h>
@@ -61,8 +69,7 @@ static uint64_t tod_ms(const blq *q)
 
 static blq__bounds bounds_now(const blq *q, uint64_t now)
 {
-	blq__bounds b = {q->cfg.workers_min, q->cfg.workers_max, q->cfg.wakeup_factor,
-			 q->cfg.sleep_factor, -1};
+	blq__bounds b = q->base; /* the config's, or the last blq_resize's */
 	blq_schedule_params p;
 
 	if (q->schedule == NULL)
@@ -90,7 +97,7 @@ static void tally(const blq *q, unsigned *active, unsigned *asleep)
 {
 	unsigned a = 0, s = 0;
 
-	for (unsigned i = 0; i < q->nslots; i++) {
+	for (unsigned i = 0; i < blq__slots(q); i++) {
 		const blq__worker *w = &q->workers[i];
 		int st = atomic_load_explicit(&w->state, memory_order_acquire);
 		int cmd = atomic_load_explicit(&w->cmd, memory_order_acquire);
@@ -110,7 +117,7 @@ static void tally(const blq *q, unsigned *active, unsigned *asleep)
  * threads. Caller holds pool_mu. */
 static void grow(blq *q, unsigned active, unsigned want)
 {
-	for (unsigned i = 0; i < q->nslots && active < want; i++) {
+	for (unsigned i = 0; i < blq__slots(q) && active < want; i++) {
 		blq__worker *w = &q->workers[i];
 
 		if (atomic_load_explicit(&w->cmd, memory_order_acquire) == BLQ__CMD_SLEEP &&
@@ -119,7 +126,7 @@ static void grow(blq *q, unsigned active, unsigned want)
 			active++;
 		}
 	}
-	for (unsigned i = 0; i < q->nslots && active < want; i++) {
+	for (unsigned i = 0; i < blq__slots(q) && active < want; i++) {
 		blq__worker *w = &q->workers[i];
 
 		if (atomic_load_explicit(&w->state, memory_order_acquire) == BLQ__W_IDLE &&
@@ -132,7 +139,7 @@ static void grow(blq *q, unsigned active, unsigned want)
  * index first. Caller holds pool_mu. */
 static void shrink(blq *q, unsigned active, unsigned keep, bool stop)
 {
-	for (unsigned i = q->nslots; i-- > 0 && active > keep;) {
+	for (unsigned i = blq__slots(q); i-- > 0 && active > keep;) {
 		blq__worker *w = &q->workers[i];
 
 		if (atomic_load_explicit(&w->state, memory_order_acquire) == BLQ__W_IDLE ||
@@ -157,12 +164,16 @@ static void scale_up(blq *q, const blq__bounds *b, double rate)
 
 	tally(q, &active, &asleep);
 	unsigned want = active;
-	if (active < b->min)
-		want = b->min;
-	if (rate >= b->wakeup)
+	/* A backlog the rate limit holds is not for more workers: they would
+	 * wait for the same tokens (rate.c). */
+	if (rate >= b->wakeup && !(q->rate_t != 0 && blq__rate_holding(q, blq__now(q))))
 		want = active + (active > 0 ? active : 1);
 	else if (active == 0 && rate > 0)
 		want = 1; /* items wait and nobody works: never leave them */
+	/* The min is a floor under the doubling too (a raised min on a
+	 * backed-up queue went only to twice the active count). */
+	if (want < b->min)
+		want = b->min;
 	if (want > b->max)
 		want = b->max;
 	if (want > active)
@@ -179,7 +190,7 @@ static double busy_since_last_beat(blq *q, uint64_t now, uint64_t elapsed)
 {
 	double busy = 0;
 
-	for (unsigned i = 0; i < q->nslots; i++) {
+	for (unsigned i = 0; i < blq__slots(q); i++) {
 		blq__worker *w = &q->workers[i];
 		uint64_t total = blq__idle_clock_read(&w->idle_clock, now);
 		uint64_t d = total > w->hb_wait ? total - w->hb_wait : 0;
@@ -198,7 +209,7 @@ unsigned blq__workers_waiting(blq *q)
 {
 	unsigned n = 0;
 
-	for (unsigned i = 0; i < q->nslots; i++) {
+	for (unsigned i = 0; i < blq__slots(q); i++) {
 		blq__worker *w = &q->workers[i];
 
 		n += atomic_load_explicit(&w->state, memory_order_relaxed) == BLQ__W_ACTIVE &&
@@ -235,7 +246,7 @@ static void reap_sleepers(blq *q, const blq__bounds *b, uint64_t now)
 	unsigned active, asleep;
 
 	tally(q, &active, &asleep);
-	for (unsigned i = q->nslots; i-- > 0;) {
+	for (unsigned i = blq__slots(q); i-- > 0;) {
 		blq__worker *w = &q->workers[i];
 
 		if (atomic_load_explicit(&w->cmd, memory_order_acquire) != BLQ__CMD_SLEEP ||
@@ -345,7 +356,7 @@ void blq__balance_on_close(blq *q)
 	tally(q, &active, &asleep);
 	/* Asleep workers help drain; with none at all, start one if items
 	 * wait (workers_min 0). */
-	for (unsigned i = 0; i < q->nslots; i++) {
+	for (unsigned i = 0; i < blq__slots(q); i++) {
 		blq__worker *w = &q->workers[i];
 
 		if (atomic_load_explicit(&w->cmd, memory_order_acquire) == BLQ__CMD_SLEEP)
@@ -376,9 +387,21 @@ static void *heartbeat_main(void *arg)
 	return NULL;
 }
 
+/* Caller holds pool_mu. */
+static int heartbeat_start(blq *q)
+{
+	int e = blq__thread_create(&q->hb_thread, heartbeat_main, q);
+
+	if (e == 0)
+		q->hb_started = true;
+	return e;
+}
+
 int blq__balancer_start(blq *q, blq_error *err)
 {
 	pthread_mutex_lock(&q->pool_mu);
+	q->base = (blq__bounds){q->cfg.workers_min, q->cfg.workers_max, q->cfg.wakeup_factor,
+				q->cfg.sleep_factor, -1};
 	q->hb_last = blq__now(q);
 	q->bounds = bounds_now(q, q->hb_last);
 	atomic_store_explicit(&q->wakeup_permille, (unsigned)(q->bounds.wakeup * 1000.0),
@@ -393,20 +416,116 @@ int blq__balancer_start(blq *q, blq_error *err)
 				      active, min);
 	if (!q->balanced)
 		return 0;
-	int e = blq__thread_create(&q->hb_thread, heartbeat_main, q);
+	pthread_mutex_lock(&q->pool_mu);
+	int e = heartbeat_start(q);
+	pthread_mutex_unlock(&q->pool_mu);
 	if (e != 0)
 		return blq__error_set(err, BLQ_ETHREAD,
 				      "heartbeat_interval_ns: cannot start the heartbeat thread (error %d)",
 				      e);
-	q->hb_started = true;
 	return 0;
 }
 
 void blq__balancer_stop(blq *q)
 {
-	if (!q->hb_started)
+	/* Under pool_mu: blq_resize may start the thread, but only before
+	 * the close raised `closed`, which our caller did. */
+	pthread_mutex_lock(&q->pool_mu);
+	bool started = q->hb_started;
+	q->hb_started = false;
+	pthread_mutex_unlock(&q->pool_mu);
+	if (!started)
 		return;
 	blq__ec_notify(&q->hb_ec, 0);
 	pthread_join(q->hb_thread, NULL);
-	q->hb_started = false;
+}
+
+/* The bounds a blq_resize asks for, as a config the checks of config.c
+ * read (so the messages are blq_new's): unset factors are the base's. */
+static blq_config resize_config(const blq *q, const blq_pool_bounds *nb)
+{
+	blq_config c = {0};
+
+	c.workers = nb->workers;
+	c.workers_min = nb->workers_min;
+	c.workers_max = nb->workers_max;
+	c.wakeup_factor = nb->wakeup_factor != 0 ? nb->wakeup_factor : q->base.wakeup;
+	c.sleep_factor = nb->sleep_factor != 0 ? nb->sleep_factor : q->base.sleep;
+	c.schedule = q->schedule;
+	return c;
+}
+
+int blq_resize(blq *q, const blq_pool_bounds *nb, blq_error *err)
+{
+	blq__error_set(err, BLQ_OK, "%s", "");
+	if (q == NULL)
+		return blq__error_set(err, BLQ_EINVAL, "%s: is NULL", "queue");
+	if (nb == NULL)
+		return blq__error_set(err, BLQ_EINVAL, "%s: is NULL", "bounds");
+	pthread_mutex_lock(&q->pool_mu);
+	/* Checked under pool_mu, which the close's balancer_stop and
+	 * join_all take after raising `closed`: a resize that passes here
+	 * finishes before they look, and its threads drain with the rest. */
+	if (q->pool_closed || atomic_load_explicit(&q->closed, memory_order_seq_cst)) {
+		pthread_mutex_unlock(&q->pool_mu);
+		return blq__error_set(err, BLQ_ECLOSED, "queue: %s is closing or closed", q->name);
+	}
+	blq_config c = resize_config(q, nb);
+	int rc = blq__bounds_check(&c, err);
+	if (rc != 0) {
+		pthread_mutex_unlock(&q->pool_mu);
+		return rc;
+	}
+	unsigned min = c.workers > 0 ? c.workers : c.workers_min;
+	unsigned max = c.workers > 0 ? c.workers : c.workers_max;
+	bool balanced = min < max || q->schedule != NULL;
+	/* A resized queue runs the heartbeat from now on (a wake-up a beat):
+	 * a fixed pool given a range needs it to balance, and any pool needs
+	 * it to finish a grow whose slots are still held by threads stopping
+	 * after their items (resizes in quick succession). */
+	if (!q->hb_started) {
+		int e = heartbeat_start(q);
+		if (e != 0) {
+			pthread_mutex_unlock(&q->pool_mu);
+			return blq__error_set(err, BLQ_ETHREAD,
+					      "heartbeat_interval_ns: cannot start the heartbeat thread "
+					      "(error %d)",
+					      e);
+		}
+		q->hb_last = blq__now(q);
+	}
+	if (balanced)
+		atomic_store_explicit(&q->balanced, true, memory_order_relaxed);
+	q->base = (blq__bounds){min, max, c.wakeup_factor, c.sleep_factor, -1};
+	unsigned ceiling = max;
+	if (q->schedule != NULL && blq_schedule_workers_max(q->schedule) > ceiling)
+		ceiling = blq_schedule_workers_max(q->schedule);
+	blq__slots_grow(q, ceiling);
+	/* Follow now, not at the next beat: the bounds in force (a schedule
+	 * range still overrides the base), stops above the max (each after
+	 * its current item and its hand), starts up to the min. */
+	uint64_t now = blq__now(q);
+	blq__bounds b = bounds_now(q, now);
+	double rate = fill_rate(q);
+	unsigned a0, s0;
+	tally(q, &a0, &s0);
+	apply_bounds(q, &b);
+	reap_sleepers(q, &b, now);
+	scale_up(q, &b, rate);
+	log_change(q, "resize", rate, a0, s0);
+	unsigned active, asleep;
+	tally(q, &active, &asleep);
+	bool idle = false;
+	for (unsigned i = 0; i < blq__slots(q) && !idle; i++)
+		idle = atomic_load_explicit(&q->workers[i].state, memory_order_acquire) == BLQ__W_IDLE;
+	pthread_mutex_unlock(&q->pool_mu);
+	/* Short of the min with an idle slot left: a thread did not start.
+	 * (No idle slot: stopping threads hold them, the heartbeat finishes
+	 * the grow; a close that began meanwhile ends new threads at once.) */
+	if (active < b.min && idle && !atomic_load_explicit(&q->closed, memory_order_seq_cst))
+		return blq__error_set(err, BLQ_ETHREAD,
+				      "workers_min: could start only %u of %u threads (the "
+				      "heartbeat tries again at each beat)",
+				      active, b.min);
+	return 0;
 }

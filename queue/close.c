@@ -51,6 +51,7 @@ void blq__wake_all(blq *q)
 	blq__ec_notify(&q->pause_ec, 0);
 	blq__ec_notify(&q->idle_ec, 0);
 	blq__ec_notify(&q->hb_ec, 0);
+	blq__ec_notify(&q->rate_ec, 0);
 	if (q->engine->wake_all != NULL)
 		q->engine->wake_all(q->engine_state);
 }
@@ -89,10 +90,10 @@ static void begin_close(blq *q, enum blq__close_mode mode)
 	stronger = raise_mode(q, mode);
 	if (mode >= BLQ__CLOSE_SOFT) {
 		if (mode == BLQ__CLOSE_HARD)
-			for (unsigned i = 0; i < q->nslots; i++)
+			for (unsigned i = 0; i < blq__slots(q); i++)
 				atomic_store_explicit(&q->workers[i].task.cancelled, 1,
 						      memory_order_release);
-		for (unsigned i = 0; i < q->nslots; i++)
+		for (unsigned i = 0; i < blq__slots(q); i++)
 			blq__ec_notify(&q->workers[i].park, 0);
 	} else if (q->balanced) {
 		blq__balance_on_close(q);
@@ -165,7 +166,7 @@ static void wait_producers(blq *q)
 
 static void sweep(blq *q)
 {
-	blq__cell *c = &q->cells[q->ncells - 1]; /* the closer's cell */
+	blq__cell *c = &q->cells[BLQ__CELL_CLOSER]; /* the closer's cell */
 	blq__item it;
 	uint64_t n = 0;
 

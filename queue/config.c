@@ -215,6 +215,40 @@ static int check_retry(const blq_config *c, blq_error *err)
 	return check_jitter(c, err);
 }
 
+#define BLQ__RATE_MIN 1e-3
+#define BLQ__RATE_MAX 1e9
+#define BLQ__BURST_LIMIT 1000000u
+
+static int check_rate(const blq_config *c, blq_error *err)
+{
+	double r = c->rate_limit;
+
+	if (isnan(r))
+		return bad(err, "%s: must be a number, got NaN", "rate_limit");
+	if (r != 0 && !(r >= BLQ__RATE_MIN && r <= BLQ__RATE_MAX))
+		return blq__error_set(err, BLQ_EINVAL,
+				      "rate_limit: must be 0 (no limit) or in [%g, %g] starts per "
+				      "second, got %g",
+				      BLQ__RATE_MIN, BLQ__RATE_MAX, r);
+	if (c->rate_burst != 0 && r == 0)
+		return bad(err, "%s: needs rate_limit", "rate_burst");
+	if (c->rate_burst > BLQ__BURST_LIMIT)
+		return blq__error_set(err, BLQ_EINVAL, "rate_burst: must be <= %u, got %u",
+				      BLQ__BURST_LIMIT, c->rate_burst);
+	return 0;
+}
+
+int blq__bounds_check(const blq_config *c, blq_error *err)
+{
+	int rc;
+
+	if ((rc = check_workers(c, err)) != 0)
+		return rc;
+	if ((rc = check_factors(c, err)) != 0)
+		return rc;
+	return check_schedule(c, err);
+}
+
 int blq__config_check(const blq_config *c, blq_error *err)
 {
 	int rc;
@@ -246,6 +280,8 @@ int blq__config_check(const blq_config *c, blq_error *err)
 	if ((rc = check_retry(c, err)) != 0)
 		return rc;
 	if ((rc = check_leak(c, err)) != 0)
+		return rc;
+	if ((rc = check_rate(c, err)) != 0)
 		return rc;
 	if (c->clock.now_ns == NULL && c->clock.wall_ns == NULL && c->clock.ctx != NULL)
 		return bad(err, "%s: ctx is set but now_ns and wall_ns are NULL", "clock");

@@ -26,7 +26,7 @@ int blq__engine_setup(blq *q, unsigned *streams)
 		.name = q->name,
 		.metrics = q->cfg.metrics,
 		.leaky = q->leaky,
-		.balanced = q->balanced,
+		.balanced = &q->balanced,
 		.leak_direction = q->cfg.leak_direction,
 		.front_leak_attempts = q->cfg.front_leak_attempts,
 		.staged = &q->staged,

@@ -47,7 +47,7 @@ static blq__cell *producer_cell(blq *q, blq__lane **lane)
 	*lane = q->lanes.lane != NULL ? blq__lane_own(q) : NULL;
 	if (*lane != NULL)
 		return blq__lane_cell(q, *lane);
-	return &q->cells[q->nslots + blq__thread_cell(BLQ__PRODUCER_CELLS)];
+	return &q->cells[blq__thread_cell(BLQ__PRODUCER_CELLS)];
 }
 
 blq__cell *blq__producer_cell(blq *q)
@@ -61,9 +61,9 @@ int64_t blq__inflight(const blq *q)
 {
 	uint64_t left = 0, entered = 0;
 
-	for (unsigned i = 0; i < q->ncells; i++)
+	for (unsigned i = 0; i < blq__ncells(q); i++)
 		left += atomic_load_explicit(&q->cells[i].left, memory_order_seq_cst);
-	for (unsigned i = 0; i < q->ncells; i++)
+	for (unsigned i = 0; i < blq__ncells(q); i++)
 		entered += atomic_load_explicit(&q->cells[i].entered, memory_order_seq_cst) >>
 			   BLQ__ENTER_SHIFT;
 	return (int64_t)(entered - left);
@@ -149,7 +149,7 @@ static inline __attribute__((always_inline)) bool enter(blq *q, blq__cell *c, ui
 	/* Force calibration (the original's): when force_calibration_limit
 	 * producers, this one included, are inside enqueue at once, calibrate
 	 * on this thread now. */
-	if (q->balanced && sample_due(*before, n) &&
+	if (atomic_load_explicit(&q->balanced, memory_order_relaxed) && sample_due(*before, n) &&
 	    blq__inflight(q) >= (int64_t)q->cfg.force_calibration_limit)
 		blq__calibrate_try(q);
 	return true;
@@ -199,14 +199,15 @@ static void finish(blq *q, blq__cell *c, uint64_t before, uint64_t n, uint64_t t
 {
 	/* No active worker for our items (workers_min 0): start one while we
 	 * still count as in flight, so a close cannot finish before it. */
-	if (woken != NULL && q->balanced && atomic_load_explicit(&q->n_active, memory_order_acquire) == 0)
+	if (woken != NULL && atomic_load_explicit(&q->balanced, memory_order_relaxed) &&
+	    atomic_load_explicit(&q->n_active, memory_order_acquire) == 0)
 		blq__scale_up_hint(q);
 	if (took < n)
 		atomic_fetch_add_explicit(&c->refused, n - took, memory_order_relaxed);
 	leave(q, c, woken);
 	if (took > 0) {
 		accepted(q, took);
-		if (q->balanced)
+		if (atomic_load_explicit(&q->balanced, memory_order_relaxed))
 			balance_hint(q, before, n);
 	}
 }

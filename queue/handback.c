@@ -125,7 +125,7 @@ bool blq__backlog_flush(blq *q, blq__backlog *b, bool drop)
 		return true;
 	if (drop || atomic_load_explicit(&q->forced, memory_order_acquire) != 0) {
 		/* Dropping: as the items still queued (the closer's cell, shared). */
-		blq__cell *c = &q->cells[q->ncells - 1];
+		blq__cell *c = &q->cells[BLQ__CELL_CLOSER];
 
 		for (; done < b->n; done++)
 			blq__abandon(q, c, &b->it[done]);

@@ -131,7 +131,7 @@ uint64_t blq__staged(const blq *q)
 	 * q->staged), so each pair is read on its own: `out` first. Then
 	 * q->staged, which a due item enters (QoS sub-queue) before it
 	 * leaves its inbox's count. */
-	for (unsigned i = 0; i < q->nslots; i++) {
+	for (unsigned i = 0; i < blq__slots(q); i++) {
 		const blq__inbox *b = blq__inbox_at(q, i);
 		if (b != NULL) {
 			uint64_t out = atomic_load_explicit(&b->out, memory_order_seq_cst);
@@ -158,6 +158,6 @@ void blq__inbox_settle(blq *q, uint32_t origin, uint64_t n)
 
 void blq__inbox_free_all(blq *q)
 {
-	for (unsigned i = 0; q->workers != NULL && i < q->nslots; i++)
+	for (unsigned i = 0; q->workers != NULL && i < blq__slots(q); i++)
 		free(atomic_exchange_explicit(&q->workers[i].inbox, NULL, memory_order_relaxed));
 }

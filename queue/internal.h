@@ -29,6 +29,9 @@
 #include "timer.h"
 
 #define BLQ__WORKERS_LIMIT 1024u
+/* Worker slots a queue can ever have: the ceiling's limit, and as many
+ * spares (watchdog.c). */
+#define BLQ__SLOTS_LIMIT (2u * BLQ__WORKERS_LIMIT)
 /* Every interval of the config and of a job: a year. Larger values are
  * mistakes (often a negative number cast to unsigned). */
 #define BLQ__INTERVAL_LIMIT (365ull * 24 * 3600 * 1000000000ull)
@@ -81,6 +84,10 @@ typedef struct blq__cell {
 	 * line every leaking producer shares made a leak 1.8x slower. */
 	_Atomic uint64_t dlq_in;
 	_Atomic uint64_t dlq_out;
+	/* Workers only (rate.c): starts that had to wait for a token, and
+	 * the time spent waiting, on the queue's clock. */
+	_Atomic uint64_t rate_delayed;
+	_Atomic uint64_t rate_wait_ns;
 	_Atomic uint64_t extra; /* batches only: on a line of its own */
 } blq__cell;
 
@@ -179,6 +186,9 @@ typedef struct blq__worker {
 	blq__ec park; /* an asleep worker sleeps here */
 	/* Its retries' way into the timer (inbox.c); NULL until the first. */
 	_Atomic(struct blq__inbox *) inbox;
+	/* The worker's own: it slept for a token since its last start
+	 * (rate.c counts the start as delayed). */
+	bool rate_waited;
 	/* Below: under q->pool_mu. */
 	pthread_t thread;
 	bool joinable;    /* a thread was created and not yet joined */
@@ -231,7 +241,10 @@ struct blq {
 	char name[BLQ__NAME_MAX + 1];
 	bool leaky;
 	bool stamp;    /* read the clock on enqueue */
-	bool balanced; /* workers_min < workers_max, or a schedule */
+	/* workers_min < workers_max, or a schedule: set by blq_new, and
+	 * raised (never lowered) by blq_resize under pool_mu; atomic for
+	 * that, a plain load on the paths that read it. */
+	_Atomic bool balanced;
 	bool own_clock; /* cfg.clock.now_ns is the caller's, not CLOCK_MONOTONIC */
 	bool direct_due; /* the engine lets the timer use a due ring (shape) */
 	blq_schedule *schedule; /* a copy, or NULL */
@@ -299,24 +312,42 @@ struct blq {
 	 * blq__staged reads both. */
 	alignas(BLQ__CACHELINE) _Atomic uint64_t staged;
 
-	/* -- Set by blq_new, read-only after; read on every enqueue and take:
-	 * a line of its own, away from `staged`. The cells' and workers'
-	 * own fields follow their own rules (blq__cell, blq__worker). -- */
-	alignas(BLQ__CACHELINE) unsigned nworkers; /* thread ceiling: max workers_max of config and schedule */
-	/* Worker slots: the ceiling's, and as many spares, where the
-	 * watchdog starts the replacements of threads it gave up. Every walk
-	 * over the workers goes to nslots. */
-	unsigned nslots;
+	/* -- Set by blq_new, grown only by blq_resize (under pool_mu); read
+	 * on every enqueue and take: a line of its own, away from `staged`.
+	 * The cells' and workers' own fields follow their own rules
+	 * (blq__cell, blq__worker). -- */
+	/* The thread ceiling: the largest workers_max of the base bounds
+	 * and the schedule (blq_stats' idle slots count against it). */
+	alignas(BLQ__CACHELINE) _Atomic unsigned nworkers;
+	/* Worker slots in use: twice the largest ceiling so far (the
+	 * spares are where the watchdog starts the replacements of threads
+	 * it gave up). Only grows: a slot is set up before the release
+	 * store that publishes it, so a walker that reads it (blq__slots,
+	 * acquire) finds every slot below ready. Every walk over the workers
+	 * goes to blq__slots(q). */
+	_Atomic unsigned nslots;
+	/* Both arrays are reserved once, at creation, for BLQ__SLOTS_LIMIT
+	 * slots (address space only: a page is backed once a slot on it is
+	 * set up, queue.c) and never move or shrink, so no reader can hold a
+	 * stale pointer after a resize. The cells: BLQ__PRODUCER_CELLS
+	 * producer cells (lane i's is cell i), the closer's, then one per
+	 * worker slot (BLQ__CELL_WORKERS + i). */
 	blq__worker *workers;
-	unsigned ncells; /* nslots + BLQ__PRODUCER_CELLS + 1 (closer) */
 	blq__cell *cells;
+	/* The rate limit (rate.c), set by blq_new: the emission interval T
+	 * (ns per start; 0: no limit, the one branch a take pays) and the
+	 * burst tolerance T * (rate_burst - 1). */
+	uint64_t rate_t, rate_tau;
 
 	/* -- Under pool_mu: the balancer's state. Lock order: pool_mu
 	 * before mu. The four counters are written under pool_mu and read
 	 * without it (relaxed, by blq_stats). -- */
 	pthread_mutex_t pool_mu;
 	bool pool_closed;  /* no more thread starts */
-	blq__bounds bounds;
+	/* The base bounds: the config's, until blq_resize replaces them; in
+	 * force whenever no schedule range is (balancer.c, bounds_now). */
+	blq__bounds base;
+	blq__bounds bounds; /* in force since the last look */
 	uint64_t hb_last;  /* the queue's clock at the last heartbeat */
 	pthread_t hb_thread;
 	bool hb_started;
@@ -337,6 +368,17 @@ struct blq {
 	blq__ec wd_ec;
 	pthread_t wd_thread;
 
+	/* -- The rate limit's state (rate.c), written per start when on: a
+	 * line of its own. rate_tat: the GCRA's theoretical arrival time of
+	 * the next start, on the queue's clock; rate_held_at: the last time
+	 * a worker found items waiting and no token (the balancer's look, with
+ * rate_waiting: a worker late to wake on a busy host still holds);
+	 * rate_ec: where such workers sleep until the token's time. -- */
+	alignas(BLQ__CACHELINE) _Atomic uint64_t rate_tat;
+	_Atomic uint64_t rate_held_at;
+	_Atomic unsigned rate_waiting; /* workers asleep in blq__rate_hold now */
+	blq__ec rate_ec;
+
 	/* -- Under mu: the close state machine and the worker exits. -- */
 	pthread_mutex_t mu;
 	pthread_cond_t cond;      /* signalled when alive or state change */
@@ -347,6 +389,23 @@ struct blq {
 	enum blq__state state;
 	bool finishing;           /* someone is joining and sweeping */
 };
+
+/* The cells (struct blq, `cells`): the closer's, and the first worker's. */
+#define BLQ__CELL_CLOSER BLQ__PRODUCER_CELLS
+#define BLQ__CELL_WORKERS (BLQ__PRODUCER_CELLS + 1)
+
+/* Worker slots in use; slots below it are set up (acquire: pairs with
+ * the release store that publishes new ones, queue.c). */
+static inline unsigned blq__slots(const blq *q)
+{
+	return atomic_load_explicit(&q->nslots, memory_order_acquire);
+}
+
+/* Cells in use: the producers', the closer's, the slots'. */
+static inline unsigned blq__ncells(const blq *q)
+{
+	return BLQ__CELL_WORKERS + blq__slots(q);
+}
 
 /* Worker i's retry inbox (inbox.c), or NULL before its first retry. */
 static inline struct blq__inbox *blq__inbox_at(const blq *q, unsigned i)
@@ -364,6 +423,9 @@ uint64_t blq__ready(const blq *q);
 
 /* config.c */
 int blq__config_check(const blq_config *cfg, blq_error *err);
+/* The pool's part of it (workers, workers_min/max, the factors, and the
+ * schedule's factors against them), with the same messages: blq_resize. */
+int blq__bounds_check(const blq_config *cfg, blq_error *err);
 
 /* clock.c: CLOCK_MONOTONIC read cheaply (the queue's default clock; sleep
  * deadlines use blq__monotonic_ns, util/monotonic.h). */
@@ -412,6 +474,9 @@ bool blq__pop_oldest_own(blq *q, blq__item *out);
 unsigned blq__take_ahead(blq *q, unsigned home, blq__item *out, unsigned max);
 /* Items workers took ahead and have not started (worker.c). */
 uint64_t blq__hand_items(const blq *q);
+/* queue.c: sets the thread ceiling and sets up slots up to twice it
+ * (never fewer than before). Caller holds pool_mu (or is blq_new). */
+void blq__slots_grow(blq *q, unsigned ceiling);
 
 /* lanes.c (lanes.h): a rings-engine queue's lanes, made and registered
  * (BLQ_ENOMEM) and freed; the calling thread's lane (adopted on its first
@@ -434,7 +499,7 @@ void blq__lanes_unspend(blq *q, blq__lane *l);
  * carries the lane's credit). */
 static inline blq__cell *blq__lane_cell(blq *q, const blq__lane *l)
 {
-	return &q->cells[q->nslots + (unsigned)(l - q->lanes.lane)];
+	return &q->cells[(unsigned)(l - q->lanes.lane)];
 }
 
 /* engine.c: choosing the engine (the one place that names QoS) and
@@ -591,6 +656,24 @@ void blq__watchdog_stop(blq *q); /* after pool_closed: no restart */
 /* A close past its limit: gives up every running callback and detaches
  * its thread (no replacement). Takes pool_mu. */
 void blq__give_up_running(blq *q);
+
+/* rate.c: at most cfg.rate_limit starts a second, burst cfg.rate_burst. */
+void blq__rate_init(blq *q);
+/* A token for a start at `now`: true, with the new arrival time in *tat
+ * (for blq__rate_refund); false when none is free yet. Any worker. */
+bool blq__rate_token(blq *q, uint64_t now, uint64_t *tat);
+/* The token taken as *tat found no item: back, unless another start took
+ * one after it (then it is lost: the rate runs under the limit, never
+ * over it). */
+void blq__rate_refund(blq *q, uint64_t tat);
+/* A limited worker whose take found no token: while items wait, sleeps
+ * until the next token's time (or a close, a command, a kick wakes it)
+ * and returns true (look again); false when no item waits (sleep on the
+ * items instead). */
+bool blq__rate_hold(blq *q, blq__worker *w);
+/* The limiter held items back within the last heartbeat: the balancer
+ * does not grow the pool for that backlog. */
+bool blq__rate_holding(const blq *q, uint64_t now);
 
 /* balancer.c */
 int blq__balancer_start(blq *q, blq_error *err);

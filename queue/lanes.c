@@ -390,7 +390,7 @@ uint64_t blq__lanes_items(const blq *q)
 	unsigned made = atomic_load_explicit(&q->lanes.made, memory_order_acquire);
 
 	for (unsigned i = 0; i < made; i++) {
-		uint64_t c = atomic_load_explicit(&q->cells[q->nslots + i].entered,
+		uint64_t c = atomic_load_explicit(&q->cells[i].entered,
 						  memory_order_relaxed) &
 			     BLQ__CREDIT_MASK;
 

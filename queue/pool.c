@@ -55,7 +55,7 @@ int blq__pool_start(blq *q, blq__worker *w)
 void blq__pool_rescue(blq *q)
 {
 	pthread_mutex_lock(&q->pool_mu);
-	for (unsigned i = 0; i < q->nslots; i++)
+	for (unsigned i = 0; i < blq__slots(q); i++)
 		if (blq__pool_start(q, &q->workers[i]) == 0)
 			break;
 	pthread_mutex_unlock(&q->pool_mu);
@@ -71,8 +71,10 @@ void blq__pool_wake(blq *q, blq__worker *w)
 void blq__pool_sleep(blq *q, blq__worker *w)
 {
 	atomic_store_explicit(&w->cmd, BLQ__CMD_SLEEP, memory_order_release);
-	/* It may be blocked on the empty queue: make it look at its command. */
+	/* It may be blocked on the empty queue, or waiting for a rate token
+	 * (rate.c): make it look at its command. */
 	blq__ec_notify(&q->items_ec, 0);
+	blq__ec_notify(&q->rate_ec, 0);
 	atomic_fetch_add_explicit(&q->slept, 1, memory_order_relaxed);
 }
 
@@ -81,6 +83,7 @@ void blq__pool_stop(blq *q, blq__worker *w)
 	atomic_store_explicit(&w->cmd, BLQ__CMD_STOP, memory_order_release);
 	blq__ec_notify(&w->park, 0);
 	blq__ec_notify(&q->items_ec, 0);
+	blq__ec_notify(&q->rate_ec, 0);
 	atomic_fetch_add_explicit(&q->stopped_threads, 1, memory_order_relaxed);
 }
 
@@ -88,7 +91,7 @@ void blq__pool_join_all(blq *q)
 {
 	pthread_mutex_lock(&q->pool_mu);
 	q->pool_closed = true;
-	for (unsigned i = 0; i < q->nslots; i++) {
+	for (unsigned i = 0; i < blq__slots(q); i++) {
 		blq__worker *w = &q->workers[i];
 
 		/* A thread given up inside a callback (watchdog.c) may run
@@ -108,7 +111,7 @@ void blq__pool_counts(const blq *q, unsigned *active, unsigned *asleep, unsigned
 {
 	unsigned a = 0, s = 0;
 
-	for (unsigned i = 0; i < q->nslots; i++) {
+	for (unsigned i = 0; i < blq__slots(q); i++) {
 		int st = atomic_load_explicit(&q->workers[i].state, memory_order_relaxed);
 
 		a += st == BLQ__W_ACTIVE;
@@ -117,5 +120,6 @@ void blq__pool_counts(const blq *q, unsigned *active, unsigned *asleep, unsigned
 	*active = a;
 	*asleep = s;
 	/* Replacements run in spare slots: idle counts against the ceiling. */
-	*idle = a + s < q->nworkers ? q->nworkers - a - s : 0;
+	unsigned ceiling = atomic_load_explicit(&q->nworkers, memory_order_relaxed);
+	*idle = a + s < ceiling ? ceiling - a - s : 0;
 }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "internal.h"
@@ -88,31 +89,59 @@ static int alloc_rings(blq *q, unsigned streams)
 	return 0;
 }
 
-static int alloc_workers(blq *q)
+/* Address space for n objects of `size` bytes, zero-filled and backed page
+ * by page as it is touched (MAP_NORESERVE: not charged against the commit
+ * limit until then), or NULL. */
+static void *reserve(size_t n, size_t size)
 {
-	q->nworkers = q->cfg.workers_max;
-	if (q->schedule != NULL && blq_schedule_workers_max(q->schedule) > q->nworkers)
-		q->nworkers = blq_schedule_workers_max(q->schedule);
-	q->nslots = 2 * q->nworkers; /* the spares: watchdog.c */
-	q->ncells = q->nslots + BLQ__PRODUCER_CELLS + 1;
-	q->cells = aligned_alloc(BLQ__CACHELINE, sizeof(blq__cell) * q->ncells);
-	/* Aligned like its type (a cache line each): calloc gives 16 bytes. */
-	q->workers = aligned_alloc(BLQ__CACHELINE, sizeof(blq__worker) * q->nslots);
-	if (q->cells == NULL || q->workers == NULL)
-		return BLQ_ENOMEM;
-	memset(q->cells, 0, sizeof(blq__cell) * q->ncells);
-	memset(q->workers, 0, sizeof(blq__worker) * q->nslots);
-	for (unsigned i = 0; i < q->nslots; i++) {
+	void *p = mmap(NULL, n * size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	return p != MAP_FAILED ? p : NULL;
+}
+
+void blq__slots_grow(blq *q, unsigned ceiling)
+{
+	unsigned from = blq__slots(q), to = 2 * ceiling; /* the spares: watchdog.c */
+
+	atomic_store_explicit(&q->nworkers, ceiling, memory_order_relaxed);
+	if (to <= from)
+		return;
+	/* The reserved pages read zero: state IDLE, cmd RUN, no inbox, empty
+	 * counters. Only the links are set. */
+	for (unsigned i = from; i < to; i++) {
 		blq__worker *w = &q->workers[i];
 
 		w->q = q;
 		w->index = i;
-		w->cell = &q->cells[i];
+		w->cell = &q->cells[BLQ__CELL_WORKERS + i];
 		w->task.queue = q;
 		w->task.worker = i;
-		atomic_init(&w->state, BLQ__W_IDLE);
-		atomic_init(&w->cmd, BLQ__CMD_RUN);
 	}
+	/* Release: a walker that reads the new count sees the slots set up. */
+	atomic_store_explicit(&q->nslots, to, memory_order_release);
+}
+
+/* The slots and the cells, reserved for BLQ__SLOTS_LIMIT slots so that
+ * blq_resize can raise the ceiling to the limit without moving them (a
+ * walker may be on them: the balancer, blq_stats, the timer, a producer
+ * reading blq_size). A slot is 1152 bytes and a cell 192 bytes, so the
+ * reservation is about 2.6 MiB of address space per queue, of which only
+ * the pages of the slots in use are ever backed: a queue of 4 workers
+ * touches what its own 8 slots take, as when the arrays were sized to the
+ * ceiling. */
+static int alloc_workers(blq *q)
+{
+	unsigned ceiling = q->cfg.workers_max;
+
+	if (q->schedule != NULL && blq_schedule_workers_max(q->schedule) > ceiling)
+		ceiling = blq_schedule_workers_max(q->schedule);
+	/* mmap's pages are page-aligned: the cache-line alignment holds. */
+	q->cells = reserve(BLQ__CELL_WORKERS + BLQ__SLOTS_LIMIT, sizeof(blq__cell));
+	q->workers = reserve(BLQ__SLOTS_LIMIT, sizeof(blq__worker));
+	if (q->cells == NULL || q->workers == NULL)
+		return BLQ_ENOMEM;
+	blq__slots_grow(q, ceiling);
 	return 0;
 }
 
@@ -150,9 +179,11 @@ static void destroy(blq *q, bool sync_ready)
 	for (unsigned i = 0; i < q->nrings; i++)
 		blq__ring_destroy(&q->rings[i]);
 	free(q->rings);
-	free(q->cells);
+	if (q->cells != NULL)
+		munmap(q->cells, (BLQ__CELL_WORKERS + BLQ__SLOTS_LIMIT) * sizeof(blq__cell));
 	blq__inbox_free_all(q);
-	free(q->workers);
+	if (q->workers != NULL)
+		munmap(q->workers, BLQ__SLOTS_LIMIT * sizeof(blq__worker));
 	blq_schedule_free(q->schedule);
 	blq__timer_destroy(q);
 	if (q->engine != NULL && q->engine->free != NULL)
@@ -192,6 +223,7 @@ blq *blq_new(const blq_config *cfg, blq_error *err)
 		return NULL;
 	}
 	apply_defaults(q);
+	blq__rate_init(q);
 	q->start_ns = blq__now(q);
 	if (blq__engine_setup(q, &streams) != 0 || alloc_rings(q, streams) != 0 ||
 	    (q->engine == &blq__rings_engine && blq__lanes_init(q) != 0) || alloc_workers(q) != 0) {
@@ -221,7 +253,8 @@ blq *blq_new(const blq_config *cfg, blq_error *err)
 	blq__bounds b = bounds_in_force(q);
 	const blq_metrics_writer *m = q->cfg.metrics;
 	if (m != NULL && m->worker_setup != NULL)
-		m->worker_setup(m->ctx, q->name, b.min, 0, q->nworkers - b.min);
+		m->worker_setup(m->ctx, q->name, b.min, 0,
+				atomic_load_explicit(&q->nworkers, memory_order_relaxed) - b.min);
 	blq__log(q, BLQ_LOG_INFO, "queue %s: started, capacity %zu, workers %u..%u%s", q->name,
 		 q->capacity, b.min, b.max, q->balanced ? " (balanced)" : "");
 	return q;
@@ -253,7 +286,7 @@ uint64_t blq__hand_items(const blq *q)
 {
 	uint64_t n = 0;
 
-	for (unsigned i = 0; i < q->nslots; i++)
+	for (unsigned i = 0; i < blq__slots(q); i++)
 		n += atomic_load_explicit(&q->workers[i].hand, memory_order_relaxed) &
 		     ~BLQ__HAND_GONE; /* a takeover's flag (handback.c) */
 	return n;
@@ -299,7 +332,7 @@ static uint64_t fold(const blq *q, size_t offset)
 {
 	uint64_t sum = 0;
 
-	for (unsigned i = 0; i < q->ncells; i++)
+	for (unsigned i = 0; i < blq__ncells(q); i++)
 		sum += atomic_load_explicit(
 			(const _Atomic uint64_t *)((const char *)&q->cells[i] + offset),
 			memory_order_relaxed);
@@ -311,7 +344,7 @@ uint64_t blq__fold_in(const blq *q)
 	uint64_t entered = 0;
 
 	/* Packed with a lane's credit below BLQ__ENTER_SHIFT (internal.h). */
-	for (unsigned i = 0; i < q->ncells; i++)
+	for (unsigned i = 0; i < blq__ncells(q); i++)
 		entered += atomic_load_explicit(&q->cells[i].entered, memory_order_relaxed) >>
 			   BLQ__ENTER_SHIFT;
 	return entered + fold(q, offsetof(blq__cell, extra)) -
@@ -325,7 +358,7 @@ static void busy_counts(const blq *q, unsigned *busy, unsigned *over)
 	uint64_t now = 0;
 
 	*busy = *over = 0;
-	for (unsigned i = 0; i < q->nslots; i++) {
+	for (unsigned i = 0; i < blq__slots(q); i++) {
 		uint64_t until = atomic_load_explicit(&q->workers[i].busy_until,
 						      memory_order_relaxed) &
 				 ~BLQ__BUSY_GIVEN_UP;
@@ -392,6 +425,8 @@ int blq_stats(const blq *q, struct blq_stats *out)
 	out->wakeup_factor = b.wakeup;
 	out->sleep_factor = b.sleep;
 	out->schedule_range = b.range;
+	out->rate_delayed = fold(q, offsetof(blq__cell, rate_delayed));
+	out->rate_limited_ns = fold(q, offsetof(blq__cell, rate_wait_ns));
 	return 0;
 }
 

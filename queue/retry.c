@@ -42,7 +42,7 @@ static uint64_t delay_for(const blq *q, const blq__item *it)
  * store: one writer), or without a worker the closer's (shared). */
 static blq__cell *cell_of(blq *q, blq__worker *w)
 {
-	return w != NULL ? w->cell : &q->cells[q->ncells - 1];
+	return w != NULL ? w->cell : &q->cells[BLQ__CELL_CLOSER];
 }
 
 static void count(blq__worker *w, _Atomic uint64_t *c)

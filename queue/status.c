@@ -61,7 +61,9 @@ int blq_status_json(const blq *q, char *buf, size_t len)
 			"\"leaked_deadline\":%llu,\"leaked_closed\":%llu,"
 			"\"expired\":%llu,\"lost\":%llu,\"cancelled\":%llu,\"retried\":%llu,\"timed_out\":%llu,"
 			"\"delayed\":%llu,\"bounds\":{\"workers_min\":%u,\"workers_max\":%u,"
-			"\"wakeup_factor\":%.10g,\"sleep_factor\":%.10g,\"schedule_range\":%d}",
+			"\"wakeup_factor\":%.10g,\"sleep_factor\":%.10g,\"schedule_range\":%d},"
+			"\"rate_limit\":{\"per_s\":%.10g,\"burst\":%u,\"delayed\":%llu,"
+			"\"waited_ns\":%llu}",
 			name, state, st.capacity, st.size,
 			blq_rate(q),
 			q->leaky ? "true" : "false", q->balanced ? "true" : "false",
@@ -78,7 +80,9 @@ int blq_status_json(const blq *q, char *buf, size_t len)
 			(unsigned long long)st.retried,
 			(unsigned long long)st.timed_out, (unsigned long long)st.delayed,
 			st.workers_min, st.workers_max, st.wakeup_factor, st.sleep_factor,
-			st.schedule_range);
+			st.schedule_range, q->cfg.rate_limit,
+			q->cfg.rate_limit != 0 ? (q->cfg.rate_burst != 0 ? q->cfg.rate_burst : 1) : 0,
+			(unsigned long long)st.rate_delayed, (unsigned long long)st.rate_limited_ns);
 	if (q->engine->status_json != NULL) /* QoS: ,"qos":{...} */
 		n += q->engine->status_json(q->engine_state, tail(buf, len, n), room(len, n));
 	return n + snprintf(tail(buf, len, n), room(len, n), "}");

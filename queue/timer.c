@@ -259,10 +259,10 @@ static bool drain_inboxes(blq *q)
 	} way[BLQ__TIMER_DRAIN_WAYS];
 	unsigned i = 0;
 
-	while (i < q->nslots) {
+	while (i < blq__slots(q)) {
 		unsigned n = 0;
 
-		for (; i < q->nslots && n < BLQ__TIMER_DRAIN_WAYS; i++) {
+		for (; i < blq__slots(q) && n < BLQ__TIMER_DRAIN_WAYS; i++) {
 			blq__inbox *b = blq__inbox_at(q, i);
 			if (b == NULL)
 				continue;
@@ -297,7 +297,7 @@ static bool drain_inboxes(blq *q)
 /* Has an inbox an entry the last drain did not see? */
 static bool inboxes_pending(const blq *q)
 {
-	for (unsigned i = 0; i < q->nslots; i++) {
+	for (unsigned i = 0; i < blq__slots(q); i++) {
 		const blq__inbox *b = blq__inbox_at(q, i);
 		if (b != NULL && blq__inbox_ready(b) != 0)
 			return true;
@@ -315,7 +315,7 @@ static bool inboxes_pending(const blq *q)
 static blq__ec *deliver(blq *q, blq__timed *e, uint64_t now)
 {
 	const blq_metrics_writer *m = q->cfg.metrics;
-	blq__cell *c = &q->cells[q->ncells - 1];
+	blq__cell *c = &q->cells[BLQ__CELL_CLOSER];
 	blq__ec *woken = NULL;
 
 	if (m != NULL && m->queue_delayed != NULL)
@@ -394,7 +394,7 @@ static bool is_cancelled(const blq__timed *e, void *ctx)
 static void take_cancelled(blq *q)
 {
 	blq__timer *t = &q->timer;
-	blq__cell *c = &q->cells[q->ncells - 1];
+	blq__cell *c = &q->cells[BLQ__CELL_CLOSER];
 	blq__timed out[BLQ__TIMER_BATCH];
 	size_t k;
 
@@ -659,6 +659,7 @@ void blq__timer_kick(blq *q)
 	blq__timer *t = &q->timer;
 
 	blq__watchdog_kick(q); /* it keeps time on the same clock */
+	blq__ec_notify(&q->rate_ec, 0); /* so do workers waiting for a rate token */
 	if (!t->ready)
 		return;
 	pthread_mutex_lock(&t->mu);
@@ -689,7 +690,7 @@ static uint64_t abandon_inboxes(blq *q, blq__cell *c)
 {
 	uint64_t n = 0;
 
-	for (unsigned i = 0; i < q->nslots; i++) {
+	for (unsigned i = 0; i < blq__slots(q); i++) {
 		blq__inbox *b = blq__inbox_at(q, i);
 
 		if (b == NULL)

@@ -31,7 +31,8 @@
  *   the late callback. In the same window it ends the late attempt's own
  *   item at the limit (late.c): its waiters hear of it then, and a retry
  *   starts then on a copy (item_dup).
- * - Bound: the pool has as many spare slots as its ceiling (q->nslots).
+ * - Bound: the pool has as many spare slots as its ceiling (blq__slots,
+ *   twice the largest ceiling so far).
  *   With no idle slot left, the attempt is still given up but the thread
  *   is kept: the pool serves with one worker less until it returns.
  * - A dropping close (Soft, Hard) starts no replacement; a close past its
@@ -58,7 +59,7 @@ static blq__worker *idle_slot(blq *q)
 {
 	if (q->pool_closed)
 		return NULL;
-	for (unsigned i = 0; i < q->nslots; i++)
+	for (unsigned i = 0; i < blq__slots(q); i++)
 		if (atomic_load_explicit(&q->workers[i].state, memory_order_acquire) == BLQ__W_IDLE)
 			return &q->workers[i];
 	return NULL;
@@ -148,7 +149,7 @@ static uint64_t scan(blq *q, uint64_t now, blq__backlog *b)
 {
 	uint64_t next = UINT64_MAX;
 
-	for (unsigned i = 0; i < q->nslots; i++) {
+	for (unsigned i = 0; i < blq__slots(q); i++) {
 		blq__worker *w = &q->workers[i];
 		uint64_t v = atomic_load_explicit(&w->busy_until, memory_order_seq_cst);
 
@@ -163,25 +164,42 @@ static uint64_t scan(blq *q, uint64_t now, blq__backlog *b)
 	return next;
 }
 
+/* Room in the backlog for a hand and a late item per slot in use: at the
+ * start, and again after a blq_resize added slots (the backlog is this
+ * thread's alone). Without the memory, the room it has stays (none at
+ * first): a worker given up keeps what does not fit until its callback
+ * returns, and a late item whose way needs a place there waits for it. */
+static void backlog_fit(blq *q, blq__backlog *b)
+{
+	unsigned want = (BLQ__HAND + 1) * blq__slots(q);
+
+	if (b->cap >= want)
+		return;
+	blq__item *it = realloc(b->it, sizeof(blq__item) * want);
+	if (it == NULL) {
+		blq__log(q, BLQ_LOG_ERROR,
+			 "queue %s: no memory for the watchdog's backlog: a worker given up "
+			 "keeps the items it took ahead until its callback returns",
+			 q->name);
+		return;
+	}
+	b->it = it;
+	b->cap = want;
+}
+
 static void *watchdog_main(void *arg)
 {
 	blq *q = arg;
 	/* The hands taken back and not yet placed (handback.c), and the
 	 * late items whose retry found no room (late.c): room for a hand and
-	 * its running item per slot. Without the memory, hands stay with
-	 * their threads and late items wait for their callbacks. */
-	unsigned cap = (BLQ__HAND + 1) * q->nslots;
-	blq__backlog b = {.it = malloc(sizeof(blq__item) * cap)};
+	 * its running item per slot (backlog_fit). */
+	blq__backlog b = {0};
 
-	b.cap = b.it != NULL ? cap : 0;
-	if (b.it == NULL)
-		blq__log(q, BLQ_LOG_ERROR,
-			 "queue %s: no memory for the watchdog's backlog: a worker given up "
-			 "keeps the items it took ahead until its callback returns",
-			 q->name);
 	pthread_setname_np(pthread_self(), "blq-watchdog");
 	for (;;) {
 		uint32_t snap = blq__ec_prepare(&q->wd_ec);
+
+		backlog_fit(q, &b);
 
 		if (atomic_load_explicit(&q->wd_stop, memory_order_acquire)) {
 			blq__ec_cancel(&q->wd_ec);
@@ -258,7 +276,7 @@ void blq__give_up_running(blq *q)
 	blq__backlog b = {.it = room, .cap = BLQ__HAND};
 
 	pthread_mutex_lock(&q->pool_mu);
-	for (unsigned i = 0; i < q->nslots; i++) {
+	for (unsigned i = 0; i < blq__slots(q); i++) {
 		blq__worker *w = &q->workers[i];
 		uint64_t v = atomic_load_explicit(&w->busy_until, memory_order_seq_cst);
 		bool ours = false;

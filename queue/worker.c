@@ -281,7 +281,7 @@ static void wait_items(blq *q, blq__worker *w, uint32_t snap)
 {
 	const blq_metrics_writer *m = q->cfg.metrics;
 
-	if (!q->balanced && m == NULL) {
+	if (!atomic_load_explicit(&q->balanced, memory_order_relaxed) && m == NULL) {
 		blq__ec_wait(&q->items_ec, snap, 0);
 		return;
 	}
@@ -297,8 +297,35 @@ static void wait_items(blq *q, blq__worker *w, uint32_t snap)
 
 /* One take: the next item into h->it[0], and with it a hand when the
  * ring is deep (one CAS for both). False: nothing to take. */
+/* A take under the rate limit (rate.c): a token first, then one item (no
+ * hand: each start needs its token); the token goes back when no item was
+ * there. Out of line: the unlimited take stays as it was. */
+static __attribute__((noinline)) bool take_limited(blq *q, blq__worker *w, unsigned home,
+						   blq__hand *h)
+{
+	uint64_t tat;
+
+	/* Nothing to take: no token spent (and none churned by the looks
+	 * before a sleep). */
+	if (blq__taken_items(q) == 0 || !blq__rate_token(q, blq__now(q), &tat))
+		return false;
+	if (!blq__pop_any(q, home, &h->it[0])) {
+		blq__rate_refund(q, tat);
+		return false;
+	}
+	if (w->rate_waited) {
+		blq__count_own(&w->cell->rate_delayed);
+		w->rate_waited = false;
+	}
+	h->next = 1;
+	h->n = 1;
+	return true;
+}
+
 static bool take(blq *q, blq__worker *w, unsigned home, blq__hand *h)
 {
+	if (__builtin_expect(q->rate_t != 0, 0))
+		return take_limited(q, w, home, h);
 	unsigned k = blq__take_ahead(q, home, h->it, BLQ__HAND + 1);
 
 	if (k == 0) {
@@ -391,6 +418,9 @@ static bool next_item(blq *q, blq__worker *w, blq__hand *h)
 		if (take(q, w, home, h))
 			return true;
 		w->last_end = 0; /* it looks again: the next start needs its own time */
+		/* Items wait for a token: sleep until it, not on the items. */
+		if (__builtin_expect(q->rate_t != 0, 0) && blq__rate_hold(q, w))
+			continue;
 		if (spin_pop(q, w, home, h))
 			return true;
 		if (paused(q))
@@ -413,6 +443,9 @@ static bool next_item(blq *q, blq__worker *w, blq__hand *h)
 			bool got = take(q, w, home, h);
 
 			blq__ec_cancel(&q->items_ec);
+			/* Items held back by the rate limit are still to drain. */
+			if (!got && q->rate_t != 0 && blq__taken_items(q) > 0)
+				continue;
 			return got;
 		}
 		if (forced(q) || atomic_load_explicit(&w->cmd, memory_order_acquire) != BLQ__CMD_RUN ||

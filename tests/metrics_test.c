@@ -156,10 +156,10 @@ Test(metrics, two_live_queues_promtool_and_the_python_parser)
 		"int(v[(\"queue_in_total\", ((\"queue\", \"we\\\"ird\\\\q\"),))]))'",
 		text, out, sizeof(out));
 	cr_expect_eq(rc, 0, "python parser: %s", out);
-	cr_expect_str_eq(out, "28 5 3\n",
+	cr_expect_str_eq(out, "30 5 3\n",
 			 "families (21 + the 4 gauges of the moment + queue_dlq_waiting + "
-			 "queue_leak_reason_total + queue_producers_turned_away_total), alpha's "
-			 "in, the odd name's in");
+			 "queue_leak_reason_total + queue_producers_turned_away_total + the rate "
+			 "limit's two), alpha's in, the odd name's in");
 
 	blq_prom_unwatch(r, qa);
 	blq_prom_unwatch(r, qb);

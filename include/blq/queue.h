@@ -188,7 +188,9 @@ typedef struct blq_config {
 	void *(*item_dup)(const void *payload);
 
 	/** Fixed pool size. Setting it means workers_min = workers_max =
-	 * workers; do not set those too. */
+	 * workers; do not set those too. This, workers_min, workers_max,
+	 * wakeup_factor and sleep_factor can be changed on a running queue
+	 * with blq_resize. */
 	unsigned workers;
 	/** Balanced pool bounds: with workers_min < workers_max (or a
 	 * schedule) the pool grows and shrinks with the load between them.
@@ -287,6 +289,24 @@ typedef struct blq_config {
 	 * for the timer's room). 0 = no cap. Not with a dlq: a leaky queue
 	 * never makes a producer wait. */
 	unsigned producers_blocked_max;
+
+	/** Rate limit: at most this many item starts a second (a start is a
+	 * worker taking an item, a retry's attempt included), over the whole
+	 * queue (QoS sub-queues share it). 0 = no limit (the default; it
+	 * then costs one predictable branch per take); otherwise
+	 * 0.001..1e9. Workers take a token before they take an item, so an
+	 * item held back stays queued (it counts in blq_size, and a full
+	 * queue blocks or leaks as usual); a worker with no token sleeps until
+	 * the next one's time on the queue's clock (no spinning). The
+	 * balancer does not grow the pool for a backlog the limit holds. A
+	 * graceful close drains at the limit; a Soft or Hard close ends the
+	 * held items like any queued item. blq_stats' rate_delayed and
+	 * rate_limited_ns show the limit at work. */
+	double rate_limit;
+	/** Starts allowed at once above the rate (GCRA burst tolerance): up
+	 * to this many may start together after a quiet spell. Default 1;
+	 * 1..1000000; needs rate_limit. */
+	unsigned rate_burst;
 
 	/** Minimum time between enqueue and start: items wait in the timer,
 	 * never in a worker, never in front of items that are due. 0..1 year;
@@ -402,8 +422,9 @@ struct blq_stats {
 	 * now (fixed pools too); clears once they got in (the drain). */
 	bool throttled;
 	bool paused; /**< between blq_pause and blq_resume (or a close) */
-	/** The balancer's bounds at its last look: the config's, or those of
-	 * the schedule range in force. */
+	/** The balancer's bounds at its last look (or the last blq_resize):
+	 * the base bounds (the config's, or blq_resize's), or those of the
+	 * schedule range in force. */
 	unsigned workers_min;
 	unsigned workers_max;    /**< see workers_min */
 	double wakeup_factor;    /**< see workers_min */
@@ -436,6 +457,12 @@ struct blq_stats {
 	 * producers_blocked_max producers were waiting already (since
 	 * creation). */
 	uint64_t producers_turned_away;
+	/** Rate limit (blq_config.rate_limit): starts that waited for a
+	 * token, and the total time workers spent waiting for tokens, in
+	 * nanoseconds on the queue's clock (since creation; 0 without a
+	 * limit). */
+	uint64_t rate_delayed;
+	uint64_t rate_limited_ns; /**< see rate_delayed */
 };
 
 /**
@@ -959,6 +986,56 @@ BLQ_API int blq_force_close(blq *q);
  * returns), and only once; never from q's own workers.
  */
 BLQ_API int blq_free(blq *q);
+
+/** New pool bounds for a running queue (blq_resize): the fields of
+ * blq_config of the same names, with the same rules. */
+typedef struct blq_pool_bounds {
+	/** Fixed pool size (workers_min = workers_max = workers), or 0 to
+	 * use workers_min/workers_max; not both. */
+	unsigned workers;
+	/** 0..workers_max. */
+	unsigned workers_min;
+	/** 1..1024: may be above the value the queue was created with. */
+	unsigned workers_max;
+	/** (0, 1]; 0 keeps the current base value. */
+	double wakeup_factor;
+	/** [0, wakeup_factor]; 0 keeps the current base value. */
+	double sleep_factor;
+} blq_pool_bounds;
+
+/**
+ * Change the pool's bounds on a running queue: workers_min, workers_max and
+ * the factors, as blq_config's (pond's Resize, ants' Tune).
+ *
+ * The new bounds replace the base bounds, the config's: those in force
+ * when no schedule range matches. A schedule range in force still
+ * overrides them until it ends (its unset factors come from the new base
+ * factors). The pool follows during the call: workers above the max in
+ * force stop, each after its current item and the items it took ahead (no
+ * item is abandoned), and threads start up to the min (and more when the
+ * queue is backed up, as a heartbeat would); blq_stats shows the new
+ * bounds at once. workers_max may go above its value at creation, up to
+ * 1024 (the queue reserved address space for that at creation; a page of
+ * it is backed once a slot on it is used). A queue without a heartbeat
+ * thread (a fixed pool) gets one at its first resize: a range (min < max)
+ * makes it balanced, and at any size the heartbeat finishes a grow whose
+ * slots were still held by threads stopping after their items.
+ *
+ * \param q the queue.
+ * \param b the new bounds; only read during the call.
+ * \param[out] err optional; the code and a message naming the field, as
+ *        blq_new's ("workers_max: must be >= workers_min (4), got 2").
+ * \retval 0 applied.
+ * \retval BLQ_EINVAL \p q or \p b is NULL, or a bound is out of range
+ *         (nothing changed).
+ * \retval BLQ_ECLOSED the queue is closing or closed (nothing changed).
+ * \retval BLQ_ETHREAD the heartbeat thread could not start (nothing
+ *         changed), or a worker thread could not (the bounds are applied;
+ *         the heartbeat tries again at each beat).
+ * \threadsafety Any thread, one of q's own workers included; serialised
+ *         with the balancer, the schedule and close.
+ */
+BLQ_API int blq_resize(blq *q, const blq_pool_bounds *b, blq_error *err);
 
 /**
  * Workers stop taking items (those running finish); enqueues keep their

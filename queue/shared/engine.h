@@ -61,7 +61,9 @@ typedef struct blq__port {
 	const char *name;
 	const blq_metrics_writer *metrics; /* or NULL */
 	bool leaky;    /* a DLQ is set: full means leak, not wait */
-	bool balanced; /* blq__scale_up_hint may grow the pool */
+	/* blq__scale_up_hint may grow the pool: the queue's flag, which
+	 * blq_resize may raise while the engine runs. */
+	const _Atomic bool *balanced;
 	enum blq_leak_dir leak_direction;
 	unsigned front_leak_attempts;
 	/* Items accepted but held outside the rings. An engine that holds
