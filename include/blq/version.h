@@ -9,7 +9,7 @@
 /** Major version; before 1.0 every minor version may change the ABI. */
 #define BLQ_VERSION_MAJOR 0
 /** Minor version. */
-#define BLQ_VERSION_MINOR 5
+#define BLQ_VERSION_MINOR 6
 /** Patch version. */
 #define BLQ_VERSION_PATCH 0
 
