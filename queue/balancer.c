@@ -292,18 +292,29 @@ static void log_change(blq *q, const char *who, double rate, unsigned a0, unsign
 			 who, rate, a0, a1, s0, s1);
 }
 
+/* The bounds in force at `now` (a schedule range, else the base), put in
+ * force: stops above the max, ends sleepers past their time, grows to
+ * the min and with the fill rate. What a calibration and a resize share.
+ * Caller holds pool_mu. */
+static blq__bounds follow_bounds(blq *q, uint64_t now, double rate)
+{
+	blq__bounds b = bounds_now(q, now);
+
+	apply_bounds(q, &b);
+	reap_sleepers(q, &b, now);
+	scale_up(q, &b, rate);
+	return b;
+}
+
 static void calibrate_locked(blq *q)
 {
 	uint64_t now = blq__now(q);
-	blq__bounds b = bounds_now(q, now);
 	double rate = fill_rate(q);
 	unsigned a0, s0;
 
 	tally(q, &a0, &s0);
 	atomic_store_explicit(&q->throttled, rate >= 1.0, memory_order_relaxed);
-	apply_bounds(q, &b);
-	reap_sleepers(q, &b, now);
-	scale_up(q, &b, rate);
+	blq__bounds b = follow_bounds(q, now, rate);
 	scale_down(q, &b, rate, now);
 	q->hb_last = now;
 	log_change(q, "calibration", rate, a0, s0);
@@ -387,14 +398,17 @@ static void *heartbeat_main(void *arg)
 	return NULL;
 }
 
-/* Caller holds pool_mu. */
-static int heartbeat_start(blq *q)
+/* Caller holds pool_mu. 0, or BLQ_ETHREAD said in err. */
+static int heartbeat_start(blq *q, blq_error *err)
 {
 	int e = blq__thread_create(&q->hb_thread, heartbeat_main, q);
 
-	if (e == 0)
-		q->hb_started = true;
-	return e;
+	if (e != 0)
+		return blq__error_set(err, BLQ_ETHREAD,
+				      "heartbeat_interval_ns: cannot start the heartbeat thread (error %d)",
+				      e);
+	q->hb_started = true;
+	return 0;
 }
 
 int blq__balancer_start(blq *q, blq_error *err)
@@ -417,13 +431,9 @@ int blq__balancer_start(blq *q, blq_error *err)
 	if (!q->balanced)
 		return 0;
 	pthread_mutex_lock(&q->pool_mu);
-	int e = heartbeat_start(q);
+	int rc = heartbeat_start(q, err);
 	pthread_mutex_unlock(&q->pool_mu);
-	if (e != 0)
-		return blq__error_set(err, BLQ_ETHREAD,
-				      "heartbeat_interval_ns: cannot start the heartbeat thread (error %d)",
-				      e);
-	return 0;
+	return rc;
 }
 
 void blq__balancer_stop(blq *q)
@@ -484,34 +494,23 @@ int blq_resize(blq *q, const blq_pool_bounds *nb, blq_error *err)
 	 * it to finish a grow whose slots are still held by threads stopping
 	 * after their items (resizes in quick succession). */
 	if (!q->hb_started) {
-		int e = heartbeat_start(q);
-		if (e != 0) {
+		if ((rc = heartbeat_start(q, err)) != 0) {
 			pthread_mutex_unlock(&q->pool_mu);
-			return blq__error_set(err, BLQ_ETHREAD,
-					      "heartbeat_interval_ns: cannot start the heartbeat thread "
-					      "(error %d)",
-					      e);
+			return rc;
 		}
 		q->hb_last = blq__now(q);
 	}
 	if (balanced)
 		atomic_store_explicit(&q->balanced, true, memory_order_relaxed);
 	q->base = (blq__bounds){min, max, c.wakeup_factor, c.sleep_factor, -1};
-	unsigned ceiling = max;
-	if (q->schedule != NULL && blq_schedule_workers_max(q->schedule) > ceiling)
-		ceiling = blq_schedule_workers_max(q->schedule);
-	blq__slots_grow(q, ceiling);
+	blq__slots_grow(q, max);
 	/* Follow now, not at the next beat: the bounds in force (a schedule
 	 * range still overrides the base), stops above the max (each after
 	 * its current item and its hand), starts up to the min. */
-	uint64_t now = blq__now(q);
-	blq__bounds b = bounds_now(q, now);
 	double rate = fill_rate(q);
 	unsigned a0, s0;
 	tally(q, &a0, &s0);
-	apply_bounds(q, &b);
-	reap_sleepers(q, &b, now);
-	scale_up(q, &b, rate);
+	blq__bounds b = follow_bounds(q, blq__now(q), rate);
 	log_change(q, "resize", rate, a0, s0);
 	unsigned active, asleep;
 	tally(q, &active, &asleep);

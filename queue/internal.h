@@ -474,9 +474,10 @@ bool blq__pop_oldest_own(blq *q, blq__item *out);
 unsigned blq__take_ahead(blq *q, unsigned home, blq__item *out, unsigned max);
 /* Items workers took ahead and have not started (worker.c). */
 uint64_t blq__hand_items(const blq *q);
-/* queue.c: sets the thread ceiling and sets up slots up to twice it
- * (never fewer than before). Caller holds pool_mu (or is blq_new). */
-void blq__slots_grow(blq *q, unsigned ceiling);
+/* queue.c: sets the thread ceiling (workers_max, or the schedule's
+ * largest max when above it) and sets up slots up to twice it (never
+ * fewer than before). Caller holds pool_mu (or is blq_new). */
+void blq__slots_grow(blq *q, unsigned workers_max);
 
 /* lanes.c (lanes.h): a rings-engine queue's lanes, made and registered
  * (BLQ_ENOMEM) and freed; the calling thread's lane (adopted on its first
@@ -687,10 +688,15 @@ void blq__balance_on_close(blq *q);    /* asleep workers help drain */
 unsigned blq__workers_waiting(blq *q);
 
 /* Counter bumps: single-writer cells (workers) avoid the locked RMW. */
+static inline void blq__add_own(_Atomic uint64_t *c, uint64_t d)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + d,
+			      memory_order_relaxed);
+}
+
 static inline void blq__count_own(_Atomic uint64_t *c)
 {
-	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
+	blq__add_own(c, 1);
 }
 
 static inline void blq__count_shared(_Atomic uint64_t *c)

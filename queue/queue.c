@@ -100,8 +100,12 @@ static void *reserve(size_t n, size_t size)
 	return p != MAP_FAILED ? p : NULL;
 }
 
-void blq__slots_grow(blq *q, unsigned ceiling)
+void blq__slots_grow(blq *q, unsigned workers_max)
 {
+	/* The thread ceiling: the schedule's largest max may be above it. */
+	unsigned ceiling = workers_max;
+	if (q->schedule != NULL && blq_schedule_workers_max(q->schedule) > ceiling)
+		ceiling = blq_schedule_workers_max(q->schedule);
 	unsigned from = blq__slots(q), to = 2 * ceiling; /* the spares: watchdog.c */
 
 	atomic_store_explicit(&q->nworkers, ceiling, memory_order_relaxed);
@@ -132,16 +136,12 @@ void blq__slots_grow(blq *q, unsigned ceiling)
  * ceiling. */
 static int alloc_workers(blq *q)
 {
-	unsigned ceiling = q->cfg.workers_max;
-
-	if (q->schedule != NULL && blq_schedule_workers_max(q->schedule) > ceiling)
-		ceiling = blq_schedule_workers_max(q->schedule);
 	/* mmap's pages are page-aligned: the cache-line alignment holds. */
 	q->cells = reserve(BLQ__CELL_WORKERS + BLQ__SLOTS_LIMIT, sizeof(blq__cell));
 	q->workers = reserve(BLQ__SLOTS_LIMIT, sizeof(blq__worker));
 	if (q->cells == NULL || q->workers == NULL)
 		return BLQ_ENOMEM;
-	blq__slots_grow(q, ceiling);
+	blq__slots_grow(q, q->cfg.workers_max);
 	return 0;
 }
 

@@ -87,12 +87,6 @@ static uint64_t token_at(const blq *q, uint64_t now)
 	return tat > now + q->rate_tau ? tat - q->rate_tau : now;
 }
 
-static void add_own(_Atomic uint64_t *c, uint64_t d)
-{
-	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + d,
-			      memory_order_relaxed);
-}
-
 bool blq__rate_hold(blq *q, blq__worker *w)
 {
 	if (blq__taken_items(q) == 0)
@@ -117,7 +111,7 @@ bool blq__rate_hold(blq *q, blq__worker *w)
 	blq__ec_wait(&q->rate_ec, snap, blq__deadline_after(wait));
 	atomic_fetch_sub_explicit(&q->rate_waiting, 1, memory_order_relaxed);
 	uint64_t end = blq__now(q);
-	add_own(&w->cell->rate_wait_ns, end > now ? end - now : 0);
+	blq__add_own(&w->cell->rate_wait_ns, end > now ? end - now : 0);
 	return true;
 }
 
