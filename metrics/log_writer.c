@@ -18,6 +18,8 @@
 #include <blq/dlqdump.h>
 #include <blq/log.h>
 
+#include "flush_reason.h"
+
 static const char *level_name(int level)
 {
 	switch (level) {
@@ -209,10 +211,8 @@ static void d_in(void *c, const char *name, size_t bytes)
 
 static void d_flush(void *c, const char *name, enum blq_dump_flush_reason reason, size_t bytes)
 {
-	static const char *const why[] = {"size", "interval", "close"};
-
-	dlogf(c, "dump=%s event=flush reason=%s bytes=%zu", name,
-	      (unsigned)reason < 3 ? why[reason] : "unknown", bytes);
+	dlogf(c, "dump=%s event=flush reason=%s bytes=%zu", name, blq__flush_reason_name(reason),
+	      bytes);
 }
 
 static void d_out(void *c, const char *name, size_t bytes)

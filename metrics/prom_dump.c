@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "errorf.h"
+#include "flush_reason.h"
 #include "prom_internal.h"
 
 static void dump_add(void *ctx, int counter, uint64_t n)
@@ -128,7 +129,6 @@ void blq__prom_dump_families(out *o, const blq_prom *r)
 					      "before committing them: possible duplicates.",
 		 D_REDELIVERED},
 	};
-	static const char *const reasons[] = {"size", "interval", "close"};
 	char lbl[NAME_MAX_LEN * 2 + 1];
 
 	if (r->dumps == NULL)
@@ -146,9 +146,9 @@ void blq__prom_dump_families(out *o, const blq_prom *r)
 		"flush.\n# TYPE dlqdump_bytes_flush_total counter\n");
 	for (const dump_series *s = r->dumps; s != NULL; s = s->next) {
 		blq__prom_escape(lbl, sizeof(lbl), s->name);
-		for (int k = 0; k < 3; k++)
+		for (int k = 0; k < BLQ__FLUSH_REASONS; k++)
 			blq__prom_emit(o, "dlqdump_bytes_flush_total{queue=\"%s\",reason=\"%s\"} %llu\n", lbl,
-			     reasons[k],
+			     blq__flush_reason_name((enum blq_dump_flush_reason)k),
 			     (unsigned long long)atomic_load_explicit(&s->c[D_FLUSH_SIZE + k],
 								      memory_order_relaxed));
 	}
