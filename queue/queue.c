@@ -57,6 +57,8 @@ static void apply_defaults(blq *q)
 		c->force_calibration_limit = 1000;
 	if (c->front_leak_attempts == 0)
 		c->front_leak_attempts = 5;
+	if (c->rate_limit != 0 && c->rate_burst == 0)
+		c->rate_burst = 1;
 	if (c->jitter == BLQ_JITTER_DECORRELATED && c->jitter_min_ns == 0)
 		c->jitter_min_ns = c->retry_interval_ns;
 	q->own_clock = c->clock.now_ns != NULL;

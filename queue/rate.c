@@ -48,8 +48,7 @@ void blq__rate_init(blq *q)
 	 * below 1e12 * 1e6, far from overflowing. */
 	double t = round(1e9 / q->cfg.rate_limit);
 	q->rate_t = t >= 1 ? (uint64_t)t : 1;
-	unsigned burst = q->cfg.rate_burst != 0 ? q->cfg.rate_burst : 1;
-	q->rate_tau = q->rate_t * (burst - 1);
+	q->rate_tau = q->rate_t * (q->cfg.rate_burst - 1); /* the burst: 1 by default */
 }
 
 bool blq__rate_token(blq *q, uint64_t now, uint64_t *tat)

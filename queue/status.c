@@ -81,7 +81,7 @@ int blq_status_json(const blq *q, char *buf, size_t len)
 			(unsigned long long)st.timed_out, (unsigned long long)st.delayed,
 			st.workers_min, st.workers_max, st.wakeup_factor, st.sleep_factor,
 			st.schedule_range, q->cfg.rate_limit,
-			q->cfg.rate_limit != 0 ? (q->cfg.rate_burst != 0 ? q->cfg.rate_burst : 1) : 0,
+			q->cfg.rate_burst, /* 1 by default with a rate, 0 without */
 			(unsigned long long)st.rate_delayed, (unsigned long long)st.rate_limited_ns);
 	if (q->engine->status_json != NULL) /* QoS: ,"qos":{...} */
 		n += q->engine->status_json(q->engine_state, tail(buf, len, n), room(len, n));
