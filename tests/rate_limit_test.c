@@ -188,6 +188,16 @@ Test(rate_limit, bad_config_is_refused_naming_the_field)
 	c = cfg_of(count_start, 8, 1e-3, 0);
 	c.workers = 1;
 	q = must_new(&c);
+	/* No burst given: 1, as the status says (0 without a rate). */
+	char js[4096];
+	cr_assert(blq_status_json(q, js, sizeof(js)) > 0);
+	cr_expect_not_null(strstr(js, "\"per_s\":0.001,\"burst\":1,"), "%s", js);
+	blq_free(q);
+	c = cfg_of(count_start, 8, 0, 0);
+	c.workers = 1;
+	q = must_new(&c);
+	cr_assert(blq_status_json(q, js, sizeof(js)) > 0);
+	cr_expect_not_null(strstr(js, "\"rate_limit\":{\"per_s\":0,\"burst\":0,"), "%s", js);
 	blq_free(q);
 }
 
