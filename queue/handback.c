@@ -46,7 +46,8 @@
  *   returns, as before. Both sides tell the two kinds apart by the busy
  *   value (BLQ__BUSY_NO_LIMIT).
  * - Counting: the thief counts the items in q->staged before it tells the
- *   worker (which uncounts them from w->hand), so blq_size over-counts
+ *   worker (which uncounts them from w->hand), and then releases their
+ *   places in the lanes' held (hand_places.c), so blq_size over-counts
  *   them for a moment and never under-counts, and draining workers of a
  *   graceful close do not exit while they are on their way back (the
  *   rule of q->staged, internal.h).
@@ -85,6 +86,14 @@ void blq__hand_take(blq *q, blq__worker *w, blq__backlog *b)
 		b->n += m;
 		/* Counted here before the worker uncounts them (q->staged). */
 		atomic_fetch_add_explicit(&q->staged, m, memory_order_seq_cst);
+		/* Their places in held (hand_places.c) go: they come back
+		 * through the admission like any producer's items, or go to
+		 * the due ring, outside it. After staged counts them, so
+		 * blq_size never under-counts. */
+		if (h->placed) {
+			atomic_fetch_sub_explicit(&q->lanes.held, m, memory_order_seq_cst);
+			blq__space_wake(q);
+		}
 	}
 	/* Release: our reads of the hand come before the worker's next writes
 	 * (its acquire in blq__hand_settle). */

@@ -143,7 +143,15 @@ enum blq__wstate {
 typedef struct blq__hand {
 	blq__item it[BLQ__HAND + 1];
 	unsigned n, next;
+	/* The worker's own copy of w->started (hand_places.c), and whether
+	 * this hand's places are in the lanes' held (released at its end). */
+	uint64_t started;
+	bool placed;
 } blq__hand;
+
+/* In blq__worker.freed: the worker is between its exchange and its
+ * subtraction from held (hand_places.c). */
+#define BLQ__FREED_RELEASING (1ull << 63)
 
 /* In blq__worker.hand: a thread that gave the worker's running attempt up
  * took the hand over (handback.c); the low bits say how many items it
@@ -183,6 +191,12 @@ typedef struct blq__worker {
 	 * per given-up attempt by the thread that gave it up, which stores
 	 * BLQ__HAND_GONE | what it left (handback.c). */
 	_Atomic unsigned hand;
+	/* A hand's places in the lanes' held (hand_places.c): the items that
+	 * left the hand (the worker's relaxed store per item), and how many
+	 * of those were released (a producer's claim, or the worker at the
+	 * hand's end; BLQ__FREED_RELEASING meanwhile). Both only grow. */
+	_Atomic uint64_t started;
+	_Atomic uint64_t freed;
 	blq__ec park; /* an asleep worker sleeps here */
 	/* Its retries' way into the timer (inbox.c); NULL until the first. */
 	_Atomic(struct blq__inbox *) inbox;
@@ -470,7 +484,8 @@ bool blq__pop_rings(blq *q, unsigned start, blq__item *out); /* the lanes and sh
 bool blq__pop_oldest_own(blq *q, blq__item *out);
 /* Up to max items in one take from the first lane (from worker `home`'s)
  * or its home shared ring that holds at least 2 * max, when no due item
- * waits; else 0 (rings.c). */
+ * waits; else 0 (rings.c). With lanes their places stay in held: the
+ * worker releases them (hand_places.c). */
 unsigned blq__take_ahead(blq *q, unsigned home, blq__item *out, unsigned max);
 /* Items workers took ahead and have not started (worker.c). */
 uint64_t blq__hand_items(const blq *q);
@@ -496,6 +511,24 @@ uint64_t blq__lanes_items(const blq *q);
 /* A place taken from l's credit by the enqueue's add and not used (the
  * queue closed): back into the credit. */
 void blq__lanes_unspend(blq *q, blq__lane *l);
+/* hand_places.c: a hand's places in held. The worker's release at its
+ * hand's end (wakes producers waiting for room); a producer's claim of up
+ * to `want` places of items the workers started (*sum: the workers'
+ * started + freed, for the full check's second look; *releasing: a
+ * worker is between its exchange and its subtraction); and the places
+ * the hands hold (unstarted items and started places not yet released),
+ * which blq__lanes_items leaves out. */
+void blq__hand_places_release(blq *q, blq__worker *w);
+uint64_t blq__hand_places_claim(blq *q, uint64_t want, uint64_t *sum, bool *releasing);
+uint64_t blq__hand_places(const blq *q);
+/* worker.c: wakes the producers waiting for room when the rings have
+ * drained to half; after a seq_cst read-modify-write that freed room. */
+void blq__space_wake(blq *q);
+static inline bool blq__lanes_on(const blq *q)
+{
+	return q->lanes.lane != NULL;
+}
+
 /* Lane l's counter cell (its owner's producer cell, whose `entered`
  * carries the lane's credit). */
 static inline blq__cell *blq__lane_cell(blq *q, const blq__lane *l)

@@ -331,12 +331,16 @@ uint64_t blq__lanes_admit(blq *q, blq__lane *l, uint64_t n)
 	uint64_t ask = l != NULL && want < BLQ__LANE_CREDIT ? BLQ__LANE_CREDIT : want;
 
 	for (;;) {
-		bool transit = false;
-		uint64_t seen;
+		bool transit = false, releasing = false;
+		uint64_t seen, hands = 0;
 		uint64_t got = lanes_reserve(q, ask, want, &transit, &seen);
 
 		if (got == 0)
 			got = take_others_credit(q, want);
+		/* Places of items the workers started from their hands,
+		 * not yet released (hand_places.c). */
+		if (got == 0)
+			got = blq__hand_places_claim(q, want, &hands, &releasing);
 		if (got > 0) {
 			uint64_t use = got < want ? got : want;
 
@@ -357,8 +361,19 @@ uint64_t blq__lanes_admit(blq *q, blq__lane *l, uint64_t n)
 		uint64_t now_w = atomic_load_explicit(&q->lanes.held, memory_order_seq_cst);
 		bool moved = now_w != seen;
 
-		if (!moved && (now_w & BLQ__HELD_TRANSIT_MASK) == 0)
-			return k;
+		/* Nor may a worker have started an item of its hand since we
+		 * looked (the sum of the workers' started and freed moved):
+		 * room we looked for too early; a worker releasing its hand is
+		 * in transit, as a refill. */
+		if (!moved && (now_w & BLQ__HELD_TRANSIT_MASK) == 0 && !releasing) {
+			uint64_t again = 0;
+			bool still = false;
+
+			if (blq__hand_places_claim(q, 0, &again, &still) == 0 && again == hands &&
+			    !still)
+				return k;
+			moved = again != hands;
+		}
 		/* A refill between its CAS and its credit add holds places
 		 * out of every count: they are room, two instructions of that
 		 * producer's away. Wait for them (it runs again when we
@@ -396,5 +411,6 @@ uint64_t blq__lanes_items(const blq *q)
 
 		idle += c < BLQ__CREDIT_BORROWED ? c : 0;
 	}
+	idle += blq__hand_places(q); /* counted in blq_size by the hands */
 	return held > idle ? held - idle : 0;
 }

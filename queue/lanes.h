@@ -21,10 +21,12 @@
  * thread-local table keyed by the queue's serial number (never reused, so
  * a freed queue's entry can never match a new queue at the same address).
  *
- * Capacity: `held` counts the items in the lanes and the shared rings,
- * reserved (a CAS, never above capacity) before an item is pushed and
- * released after a worker's take has moved it out (the hands are outside
- * it, as they were outside the rings: at most BLQ__HAND per worker). A
+ * Capacity: `held` counts the items in the lanes, the shared rings and
+ * the workers' hands, reserved (a CAS, never above capacity) before an
+ * item is pushed and released after a worker's take has moved it out,
+ * or for a hand once the hand is over; a producer that finds held full
+ * claims the places of the hand items already started
+ * (hand_places.c). A
  * lane's owner reserves BLQ__LANE_CREDIT places at a time into its lane's
  * credit and spends them one per item; a producer that finds held full
  * takes what it needs from the other lanes' credit before it calls the
@@ -135,8 +137,9 @@ typedef struct blq__lanes {
 	 * from the shared rings checks it did not move since it looked at
 	 * the lanes (rings.c). Read on every take, written rarely. */
 	_Atomic uint64_t spills;
-	/* Items in the lanes and the shared rings, reserved before a push,
-	 * released after a take: never above `capacity` (below
+	/* Items in the lanes, the shared rings and the hands, reserved
+	 * before a push, released after a take (a hand's when it is over,
+	 * hand_places.c): never above `capacity` (below
 	 * BLQ__HELD_MASK; the refills in transit above it). Its own line:
 	 * every producer and worker writes it. */
 	alignas(BLQ__CACHELINE) _Atomic uint64_t held;

@@ -22,11 +22,6 @@
 /* Round-robin start ring per producer thread, for queues without lanes. */
 static _Thread_local unsigned blq__tls_rr;
 
-static bool lanes_on(const blq *q)
-{
-	return q->lanes.lane != NULL;
-}
-
 /* Slots left the held count: after a take moved them out of a ring.
  * seq_cst: also the StoreLoad barrier before the taker reads the
  * producers' waiters (worker.c, after_take; ec.h). */
@@ -191,7 +186,7 @@ bool blq__push_any(blq *q, const blq__item *it)
 {
 	unsigned n = q->nrings;
 
-	if (lanes_on(q)) {
+	if (blq__lanes_on(q)) {
 		blq__lane *l = blq__lane_own(q);
 
 		if (blq__lanes_admit(q, l, 1) == 0)
@@ -213,7 +208,7 @@ size_t blq__push_batch(blq *q, const blq__item *tmpl, void *const *payloads, siz
 	unsigned ring;
 	uint64_t end;
 
-	if (lanes_on(q)) {
+	if (blq__lanes_on(q)) {
 		blq__lane *l = blq__lane_own(q);
 		uint64_t k = blq__lanes_admit(q, l, n);
 
@@ -242,7 +237,7 @@ static bool pop_counted(blq *q, blq__ring *r, blq__item *out)
 {
 	if (!blq__ring_pop(r, out))
 		return false;
-	if (lanes_on(q))
+	if (blq__lanes_on(q))
 		release_held(q, 1);
 	return true;
 }
@@ -257,7 +252,7 @@ static uint64_t spills_now(const blq *q)
 /* One item from a shared ring, when no spill began since `seen`. */
 static bool pop_shared(blq *q, blq__ring *r, uint64_t seen, blq__item *out)
 {
-	if (!lanes_on(q))
+	if (!blq__lanes_on(q))
 		return blq__ring_pop(r, out);
 	if (blq__ring_take_if(r, out, 1, &q->lanes.spills, seen) != 1)
 		return false;
@@ -272,7 +267,7 @@ bool blq__pop_rings(blq *q, unsigned home, blq__item *out)
 	for (;;) {
 		uint64_t seen = 0;
 
-		if (lanes_on(q)) {
+		if (blq__lanes_on(q)) {
 			unsigned made = atomic_load_explicit(&q->lanes.made, memory_order_acquire);
 
 			seen = spills_now(q);
@@ -284,14 +279,14 @@ bool blq__pop_rings(blq *q, unsigned home, blq__item *out)
 			if (pop_shared(q, &q->rings[(home + i) % n], seen, out))
 				return true;
 		/* Empty, unless a spill began while we looked: look again. */
-		if (!lanes_on(q) || spills_now(q) == seen)
+		if (!blq__lanes_on(q) || spills_now(q) == seen)
 			return false;
 	}
 }
 
 bool blq__pop_oldest_own(blq *q, blq__item *out)
 {
-	blq__lane *l = lanes_on(q) ? blq__lane_own(q) : NULL;
+	blq__lane *l = blq__lanes_on(q) ? blq__lane_own(q) : NULL;
 
 	if (l != NULL && pop_counted(q, &l->ring, out))
 		return true;
@@ -302,18 +297,15 @@ bool blq__pop_oldest_own(blq *q, blq__item *out)
  * 2 * max. The depth is read at that item's slot, not from the tail: the
  * tail's line moves to the producers' cores with every push, and reading
  * it was 44% of blq__take_ahead's samples on W1-BATCH (perf record); the
- * slot is one this worker is about to take. */
-static unsigned take_deep(blq *q, blq__ring *r, blq__item *out, unsigned max,
+ * slot is one this worker is about to take. With lanes the places stay
+ * in held until the items leave the worker's hand (hand_places.c). */
+static unsigned take_deep(blq__ring *r, blq__item *out, unsigned max,
 			  const _Atomic uint64_t *guard, uint64_t seen)
 {
 	if (!blq__ring_holds(r, atomic_load_explicit(&r->head, memory_order_relaxed) +
 					2 * (uint64_t)max - 1))
 		return 0;
-	unsigned k = (unsigned)blq__ring_take_if(r, out, max, guard, seen);
-
-	if (k > 0 && lanes_on(q))
-		release_held(q, k);
-	return k;
+	return (unsigned)blq__ring_take_if(r, out, max, guard, seen);
 }
 
 unsigned blq__take_ahead(blq *q, unsigned home, blq__item *out, unsigned max)
@@ -325,8 +317,8 @@ unsigned blq__take_ahead(blq *q, unsigned home, blq__item *out, unsigned max)
 	 * items; and a shallow ring is left to the other workers. */
 	if (due != NULL && blq__ring_size(due) != 0)
 		return 0;
-	if (!lanes_on(q))
-		return take_deep(q, &q->rings[home % q->nrings], out, max, NULL, 0);
+	if (!blq__lanes_on(q))
+		return take_deep(&q->rings[home % q->nrings], out, max, NULL, 0);
 
 	unsigned made = atomic_load_explicit(&q->lanes.made, memory_order_acquire);
 	uint64_t seen = spills_now(q);
@@ -334,7 +326,7 @@ unsigned blq__take_ahead(blq *q, unsigned home, blq__item *out, unsigned max)
 	for (unsigned i = 0; i < made; i++) {
 		blq__ring *r = &q->lanes.lane[(home + i) % made].ring;
 
-		if ((k = take_deep(q, r, out, max, NULL, 0)) > 0)
+		if ((k = take_deep(r, out, max, NULL, 0)) > 0)
 			return k;
 		/* A lane's last items come before a hand of the shared
 		 * rings: they may be older items of the producer whose newer
@@ -342,7 +334,7 @@ unsigned blq__take_ahead(blq *q, unsigned home, blq__item *out, unsigned max)
 		if (blq__ring_nonempty(r))
 			return 0;
 	}
-	return take_deep(q, &q->rings[home % q->nrings], out, max, &q->lanes.spills, seen);
+	return take_deep(&q->rings[home % q->nrings], out, max, &q->lanes.spills, seen);
 }
 
 bool blq__core_push(blq *q, const blq__item *it, unsigned *cursor)
@@ -377,7 +369,7 @@ uint64_t blq__ring_items(const blq *q)
 {
 	uint64_t n = 0;
 
-	if (lanes_on(q))
+	if (blq__lanes_on(q))
 		return blq__lanes_items(q);
 	for (unsigned i = 0; i < q->nrings; i++)
 		n += blq__ring_size(&q->rings[i]);

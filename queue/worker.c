@@ -36,7 +36,9 @@
  *   resume, and a Soft or Hard close abandons the rest like the items
  *   still queued (blq__abandon). A worker told to sleep or stop runs its
  *   hand out first (at most BLQ__HAND items, each under the watchdog as
- *   usual). blq_size counts a hand (w->hand).
+ *   usual). blq_size counts a hand (w->hand). With lanes a hand's
+ *   places stay in the capacity's count until its items leave it
+ *   (hand_places.c): the capacity bounds the hands too.
  * - A worker given up inside a callback with a time limit (by the
  *   watchdog, or a close past its limit) does not keep its hand: the
  *   thread that gave it up takes the unstarted items back to the queue
@@ -64,15 +66,21 @@ bool blq__is_own_worker(const blq *q)
 	return blq__own_queue == q;
 }
 
-static void after_take(blq *q)
+void blq__space_wake(blq *q)
 {
-	/* StoreLoad: the slots we freed must be visible before we read the
-	 * producers' waiters count (ec.h). The take's CAS on the ring's head
-	 * freed them, and it is a seq_cst read-modify-write (util/ring.h):
-	 * the barrier, as blq__handoff's add is the producers'. */
+	/* StoreLoad: the room we freed must be visible before we read the
+	 * producers' waiters count (ec.h). The caller's read-modify-write
+	 * freed it (a take's CAS on a ring's head, util/ring.h; a hand's
+	 * release from held, hand_places.c), seq_cst: the barrier, as
+	 * blq__handoff's add is the producers'. */
 	if (blq__ec_waiters_after_rmw(&q->space_ec) != 0 &&
 	    blq__ring_items(q) <= q->ring_cap / 2 && blq__ec_claim(&q->space_ec))
 		blq__ec_wake_slow(&q->space_ec, 0);
+}
+
+static void after_take(blq *q)
+{
+	blq__space_wake(q);
 }
 
 /* An attempt of an item with a hook starts: when it is a handle's
@@ -295,6 +303,15 @@ static void wait_items(blq *q, blq__worker *w, uint32_t snap)
 		m->worker_wait(m->ctx, q->name, w->index, d);
 }
 
+/* n items left the hand (started, or abandoned): their places in held
+ * may be claimed (hand_places.c). A plain store: the worker alone writes
+ * `started`, on a line it writes per item anyway (w->hand). */
+static inline void hand_left(blq__worker *w, blq__hand *h, unsigned n)
+{
+	h->started += n;
+	atomic_store_explicit(&w->started, h->started, memory_order_relaxed);
+}
+
 /* One take: the next item into h->it[0], and with it a hand when the
  * ring is deep (one CAS for both). False: nothing to take. */
 /* A take under the rate limit (rate.c): a token first, then one item (no
@@ -334,6 +351,12 @@ static bool take(blq *q, blq__worker *w, unsigned home, blq__hand *h)
 		k = 1; /* w->hand is 0 already: the last hand ran out */
 	} else {
 		atomic_store_explicit(&w->hand, k - 1, memory_order_relaxed);
+		/* With lanes the hand's places are still in held: it[0]'s is
+		 * free to claim now, the rest as they start (hand_places.c). */
+		if (blq__lanes_on(q)) {
+			h->placed = true;
+			hand_left(w, h, 1);
+		}
 	}
 	h->next = 1;
 	h->n = k;
@@ -461,16 +484,25 @@ static bool next_item(blq *q, blq__worker *w, blq__hand *h)
 /* A Soft or Hard close: the items taken ahead end as if still queued. */
 static void abandon_hand(blq *q, blq__worker *w, blq__hand *h)
 {
+	unsigned gone = h->n - h->next;
+
 	while (h->next < h->n)
 		blq__abandon(q, w->cell, &h->it[h->next++]);
 	atomic_store_explicit(&w->hand, 0, memory_order_relaxed);
+	if (h->placed) {
+		hand_left(w, h, gone);
+		blq__hand_places_release(q, w);
+	}
 }
 
 /* The next item taken ahead, if any is left. */
 static bool next_from_hand(blq *q, blq__worker *w, blq__hand *h, blq__item **it)
 {
-	if (h->next == h->n)
+	if (h->next == h->n) {
+		if (h->placed) /* the hand is over: its places go */
+			blq__hand_places_release(q, w);
 		return false;
+	}
 	/* Paused: the items wait in the hand, counted in blq_size. */
 	if (paused(q)) {
 		wait_resume(q);
@@ -482,6 +514,8 @@ static bool next_from_hand(blq *q, blq__worker *w, blq__hand *h, blq__item **it)
 	}
 	*it = &h->it[h->next++];
 	atomic_store_explicit(&w->hand, h->n - h->next, memory_order_relaxed);
+	if (h->placed)
+		hand_left(w, h, 1);
 	return true;
 }
 
@@ -527,6 +561,8 @@ void *blq__worker_main(void *arg)
 	/* The slot's hand, empty (a thread leaves it so). */
 	blq__hand *h = &w->h;
 	h->n = h->next = 0;
+	h->placed = false;
+	h->started = atomic_load_explicit(&w->started, memory_order_relaxed);
 	atomic_store_explicit(&w->hand, 0, memory_order_relaxed);
 	while (next_from_hand(q, w, h, &it) || next_taken(q, w, h, &it))
 		run_item(q, w, it);

@@ -150,7 +150,11 @@ typedef struct blq_config {
 	/** Name used in metrics, logs and status; copied. Default "queue",
 	 * at most 63 bytes. */
 	const char *name;
-	/** Items the queue holds, exactly (not rounded). Required, >= 1;
+	/** Items the queue holds, exactly (not rounded): queued in its
+	 * rings and taken ahead by workers, not yet started. Delays and
+	 * retries waiting for their time count in timer_capacity instead;
+	 * those come due wait in the timer's due ring (up to 1024, workers
+	 * take from it first) outside this count. Required, >= 1;
 	 * with qos, 0 or the sum of the sub-queues and the egress. */
 	size_t capacity;
 	/** The shared rings: this many, like the original's pfifo. Default
@@ -160,8 +164,9 @@ typedef struct blq_config {
 	 * queue, blq_enqueue says more), so the shared rings carry what the
 	 * lanes do not: the items of producers beyond the 16th, a full lane's
 	 * overflow, retries without a delay, a full due ring's items. The
-	 * capacity stays one exact bound over lanes and shared rings
-	 * together. With streams > 1 an overflowing item may start before
+	 * capacity stays one exact bound over lanes, shared rings and the
+	 * items workers took ahead (since 0.6.1; before, up to 16 per
+	 * worker more). With streams > 1 an overflowing item may start before
 	 * older items of its producer. With qos: 0 (set qos->egress.streams
 	 * instead). */
 	unsigned streams;

@@ -11,6 +11,6 @@
 /** Minor version. */
 #define BLQ_VERSION_MINOR 6
 /** Patch version. */
-#define BLQ_VERSION_PATCH 0
+#define BLQ_VERSION_PATCH 1
 
 #endif
