@@ -153,8 +153,11 @@ typedef struct blq_config {
 	/** Items the queue holds, exactly (not rounded): queued in its
 	 * rings and taken ahead by workers, not yet started. Delays and
 	 * retries waiting for their time count in timer_capacity instead;
-	 * those come due wait in the timer's due ring (up to 1024, workers
-	 * take from it first) outside this count. Required, >= 1;
+	 * once due they wait in the timer's due ring (up to 1024, which
+	 * workers take from first) outside this count, so that a full queue
+	 * of new items neither leaks nor blocks a due retry; so do the
+	 * unstarted items the watchdog takes back from a worker it gave up
+	 * (up to 16 each), which go back to the front. Required, >= 1;
 	 * with qos, 0 or the sum of the sub-queues and the egress. */
 	size_t capacity;
 	/** The shared rings: this many, like the original's pfifo. Default
