@@ -10,14 +10,20 @@
 # order, the credit in the wake-up, the wait for a refill in transit or
 # the transit count's order taken out) must give an error trail; and
 # the reserved push into several shared rings (models/shared_rings.pml:
-# the look again when a look missed the room, and its abort). One line per check, then "model check: N passed, N failed";
+# the look again when a look missed the room, and its abort); and a
+# worker's hand inside the capacity (models/hands.pml: the places of
+# the items it took ahead stay in held, a producer claims those of the
+# items started, the worker releases the rest at the hand's end, and
+# wakes the producers: the claim, the second look, the RELEASING bit and
+# the release's wake each taken out must fail). One line per check, then
+# "model check: N passed, N failed";
 # the exit status is non-zero when any check went wrong. Builds in a
 # temporary directory (MODEL_CHECK_KEEP=1 keeps it, with the trails).
 # docs/model-check.md says what is modelled and what each variant shows.
 #
 # Environment: MODEL_CHECK_TIMEOUT, seconds per search (default 300);
 # MODEL_CHECK_MEMLIM, megabytes per search (default 2048);
-# MODEL_CHECK_FULL=1, three more sizes of lanes.pml (below).
+# MODEL_CHECK_FULL=1, more sizes of lanes.pml and hands.pml (below).
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -153,6 +159,56 @@ shared_broken=("-DSCAN_ONCE ${shared_sizes[0]}"
 	"-DRELEASE_EARLY ${shared_sizes[0]}"
 	"-DRELEASE_EARLY -DNO_MONITOR ${shared_sizes[0]}")
 
+# models/hands.pml (one ring, capacity CAP, NP producers of K items
+# each, NW workers taking a hand of 2 or one item; the workers' stores
+# of started and freed through an x86 store buffer), sizes of the
+# correct model's runs (each a few seconds at most at -O0):
+#   1 producer, 1 worker, 3 items, capacity 2: a producer asleep on a
+#     full queue whose room is in the hand
+#   2 producers, 1 worker, 2 items each, capacity 2: two claimers
+#   1 producer, 2 workers, 3 items, capacity 2: two hands' counters
+#   TRY, try-enqueue: 2 producers, 1 worker, 3 items each, capacity 2;
+#     and 2 producers, 2 workers, 2 items each: a refusal only when
+#     the queue was full (ring + hands' unstarted items + reserved
+#     places = capacity) at some moment of the attempt; the same with
+#     capacity 3
+#   HANDBACK, worker 0 given up inside an item's callback, its hand's
+#     unstarted items taken back and admitted again by the thief: 1
+#     producer, 1 worker, 3 items, capacity 2, blocking and TRY; 1
+#     producer, 2 workers
+# and with MODEL_CHECK_FULL=1 also (-O2; about two minutes of pan, most
+# of it the 22 million states and 1.1 GB of the first):
+#   2 producers, 2 workers, 2 items each, capacities 2 and 3
+#   HANDBACK: 2 producers, 1 worker, 2 items each, capacity 2; and TRY,
+#     2 producers, 2 workers, 2 items each, capacity 2
+hands_sizes=("-DNP=1 -DNW=1 -DK=3 -DCAP=2"
+	"-DNP=2 -DNW=1 -DK=2 -DCAP=2"
+	"-DNP=1 -DNW=2 -DK=3 -DCAP=2"
+	"-DTRY -DNP=2 -DNW=1 -DK=3 -DCAP=2"
+	"-DTRY -DNP=2 -DNW=2 -DK=2 -DCAP=2"
+	"-DTRY -DNP=2 -DNW=2 -DK=2 -DCAP=3"
+	"-DHANDBACK -DNP=1 -DNW=1 -DK=3 -DCAP=2"
+	"-DHANDBACK -DTRY -DNP=1 -DNW=1 -DK=3 -DCAP=2"
+	"-DHANDBACK -DNP=1 -DNW=2 -DK=3 -DCAP=2")
+hands_full=()
+if [ "${MODEL_CHECK_FULL:-0}" = 1 ]; then
+	hands_full=("-DNP=2 -DNW=2 -DK=2 -DCAP=2"
+		"-DNP=2 -DNW=2 -DK=2 -DCAP=3"
+		"-DHANDBACK -DNP=2 -DNW=1 -DK=2 -DCAP=2"
+		"-DHANDBACK -DTRY -DNP=2 -DNW=2 -DK=2 -DCAP=2")
+fi
+# Broken variants, each with the size it fails in: no claim of a
+# started place (a refusal while it[0]'s place was free); full without
+# the second scan (a start after the first scan, whose CAS lost to
+# another claimer, passed that worker); no RELEASING bit (a refusal
+# while the worker's places were between its exchange and its sub); no
+# wake after the release (a producer that looked before the take's
+# started store left the buffer sleeps for good).
+hands_broken=("-DNO_CLAIM -DTRY -DNP=1 -DNW=1 -DK=3 -DCAP=2"
+	"-DNO_SECOND_LOOK -DTRY -DNP=2 -DNW=1 -DK=3 -DCAP=2"
+	"-DNO_RELEASING_BIT -DTRY -DNP=1 -DNW=1 -DK=3 -DCAP=2"
+	"-DNO_RELEASE_WAKE -DNP=1 -DNW=1 -DK=3 -DCAP=2")
+
 # Runs one search: spin -a, gcc (-O2; -O0 for the broken variants, whose
 # searches are tiny: compiling pan.c at -O2 takes longer than they do),
 # pan. Sets `out` (pan's output) and `secs`; non-zero when it could not run.
@@ -260,6 +316,16 @@ for s in "${shared_sizes[@]}"; do
 done
 for s in "${shared_broken[@]}"; do
 	check_fails shared_rings.pml "$s" "shared rings broken ${s/-D/-D}" \
+		"the model no longer tells this variant apart"
+done
+for s in "${hands_sizes[@]}"; do
+	check_correct hands.pml "$s" "hands correct ${s//-D/}" -O0
+done
+for s in ${hands_full[@]+"${hands_full[@]}"}; do
+	check_correct hands.pml "$s" "hands correct ${s//-D/}"
+done
+for s in "${hands_broken[@]}"; do
+	check_fails hands.pml "$s" "hands broken ${s/-D/-D}" \
 		"the model no longer tells this variant apart"
 done
 echo "model check: $passed passed, $failed failed"
