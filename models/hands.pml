@@ -50,9 +50,11 @@
  *   workers' sleep are ec.pml's and lanes.pml's: here a worker waits
  *   for an item by a guard).
  * - The space wake check (blq__space_wake): a load of the waiters
- *   count, then blq__ring_items = blq__lanes_items: a load of held, and
+ *   count, then blq__lanes_held: a load of held (the hands' places
+ *   counted: the code leaves out the scan of the workers' slots that
+ *   blq__lanes_items makes for blq_size; -DWAKE_HANDS puts it back:
  *   per worker loads of freed (without the bit), started and w->hand,
- *   as blq__hand_places does; at most CAP / 2: wake every sleeping
+ *   as blq__hand_places does); at most CAP / 2: wake every sleeping
  *   producer (the event count's claim, which lets one waker through, is
  *   left out: ec.pml checks it; a wake more can only hide a lost one
  *   that the claim causes, not one of the hands').
@@ -372,6 +374,7 @@ inline space_wake()
 	:: waiters != 0 ->
 		n = held;
 		pl = 0;
+#ifdef WAKE_HANDS
 		j = 0;
 		do
 		:: j < NW ->
@@ -381,6 +384,7 @@ inline space_wake()
 			j++
 		:: else -> j = 0; break
 		od;
+#endif
 		if
 		:: (n > pl -> n - pl : 0) <= CAP / 2 -> WAKE_ALL
 		:: else

@@ -498,8 +498,8 @@ void blq__slots_grow(blq *q, unsigned workers_max);
  * (BLQ_ENOMEM) and freed; the calling thread's lane (adopted on its first
  * call; NULL: none free, use the shared rings); the admission: up to n
  * places for the caller (whose lane is l, or NULL), from its lane's
- * credit or `held`, never above capacity (0: full); and the items held
- * (held less the lanes' unused credit). */
+ * credit or `held`, never above capacity (0: full); and the items in
+ * the rings (held less the lanes' unused credit and the hands' places). */
 int blq__lanes_init(blq *q);
 void blq__lanes_destroy(blq *q);
 blq__lane *blq__lane_own(blq *q);
@@ -508,6 +508,9 @@ blq__lane *blq__lane_own(blq *q);
 void blq__lane_note_shared(blq *q, unsigned ring, uint64_t end);
 uint64_t blq__lanes_admit(blq *q, blq__lane *l, uint64_t n);
 uint64_t blq__lanes_items(const blq *q);
+/* held less the lanes' credit: the rings' items and the hands' places
+ * (the wake-up rule's count: no walk of the workers' slots per take). */
+uint64_t blq__lanes_held(const blq *q);
 /* A place taken from l's credit by the enqueue's add and not used (the
  * queue closed): back into the credit. */
 void blq__lanes_unspend(blq *q, blq__lane *l);

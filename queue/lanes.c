@@ -398,7 +398,7 @@ void blq__lanes_unspend(blq *q, blq__lane *l)
 	atomic_fetch_add_explicit(&blq__lane_cell(q, l)->entered, 1, memory_order_release);
 }
 
-uint64_t blq__lanes_items(const blq *q)
+uint64_t blq__lanes_held(const blq *q)
 {
 	uint64_t held = atomic_load_explicit(&q->lanes.held, memory_order_relaxed) & BLQ__HELD_MASK;
 	uint64_t idle = 0;
@@ -411,6 +411,13 @@ uint64_t blq__lanes_items(const blq *q)
 
 		idle += c < BLQ__CREDIT_BORROWED ? c : 0;
 	}
-	idle += blq__hand_places(q); /* counted in blq_size by the hands */
 	return held > idle ? held - idle : 0;
+}
+
+uint64_t blq__lanes_items(const blq *q)
+{
+	uint64_t held = blq__lanes_held(q);
+	uint64_t hands = blq__hand_places(q); /* counted in blq_size by the hands */
+
+	return held > hands ? held - hands : 0;
 }

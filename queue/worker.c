@@ -66,6 +66,13 @@ bool blq__is_own_worker(const blq *q)
 	return blq__own_queue == q;
 }
 
+/* The wake-up rule's count: with lanes, the rings' items and the hands'
+ * places (a hand's release wakes again once they are out). */
+static uint64_t queued_for_wake(const blq *q)
+{
+	return blq__lanes_on(q) ? blq__lanes_held(q) : blq__ring_items(q);
+}
+
 void blq__space_wake(blq *q)
 {
 	/* StoreLoad: the room we freed must be visible before we read the
@@ -73,8 +80,8 @@ void blq__space_wake(blq *q)
 	 * freed it (a take's CAS on a ring's head, util/ring.h; a hand's
 	 * release from held, hand_places.c), seq_cst: the barrier, as
 	 * blq__handoff's add is the producers'. */
-	if (blq__ec_waiters_after_rmw(&q->space_ec) != 0 &&
-	    blq__ring_items(q) <= q->ring_cap / 2 && blq__ec_claim(&q->space_ec))
+	if (blq__ec_waiters_after_rmw(&q->space_ec) != 0 && queued_for_wake(q) <= q->ring_cap / 2 &&
+	    blq__ec_claim(&q->space_ec))
 		blq__ec_wake_slow(&q->space_ec, 0);
 }
 
