@@ -32,16 +32,22 @@
  *   each monotonic, is the same twice) and held's word did not move
  *   either: a start between its looks is room it looked for too early.
  * - After the subtraction the worker wakes producers waiting for room,
- *   as after a take (its subtraction is the StoreLoad barrier): the
- *   items of the hand were the last in the queue, the worker has nothing
- *   left to take, and no take would wake them.
+ *   as after a take (its subtraction is the StoreLoad barrier). Without
+ *   it a producer could sleep for good: the wake-up rule counts held
+ *   (the hands' places in it, so no take walks the workers' slots), and
+ *   the hand's items may be the last the workers take; and the wake
+ *   after a hand's take does not cover its first item's place, whose
+ *   `started` store its load of the waiters may pass (a store buffer:
+ *   models/hands.pml, NO_RELEASE_WAKE, fails only with it modelled). A
+ *   producer asleep next to a started place waits for the hand's end,
+ *   as producers wait for half the queue to drain anyway.
  * - The thread that takes a given-up worker's hand back (handback.c)
  *   releases the places of the items it took before it puts them back
  *   through the admission like any producer; the worker's `started`
  *   never counted them.
- * - blq__lanes_items (blq_size, the wake-up rule) leaves the hands' places
- *   out: held less the credit, the unstarted items in hands (counted in
- *   blq_size by w->hand) and the started places not yet released.
+ * - blq__lanes_items (blq_size) leaves the hands' places out: held less
+ *   the credit, the unstarted items in hands (counted in blq_size by
+ *   w->hand) and the started places not yet released.
  * Queues without lanes (QoS) release at the take, as before: their hands
  * are outside the sub-queues' bounds.
  */
