@@ -73,7 +73,7 @@ static uint64_t queued_for_wake(const blq *q)
 	return blq__lanes_on(q) ? blq__lanes_held(q) : blq__ring_items(q);
 }
 
-void blq__space_wake(blq *q)
+static inline void space_wake(blq *q)
 {
 	/* StoreLoad: the room we freed must be visible before we read the
 	 * producers' waiters count (ec.h). The caller's read-modify-write
@@ -85,9 +85,14 @@ void blq__space_wake(blq *q)
 		blq__ec_wake_slow(&q->space_ec, 0);
 }
 
-static void after_take(blq *q)
+void blq__space_wake(blq *q)
 {
-	blq__space_wake(q);
+	space_wake(q);
+}
+
+static inline void after_take(blq *q)
+{
+	space_wake(q);
 }
 
 /* An attempt of an item with a hook starts: when it is a handle's
@@ -346,7 +351,10 @@ static __attribute__((noinline)) bool take_limited(blq *q, blq__worker *w, unsig
 	return true;
 }
 
-static bool take(blq *q, blq__worker *w, unsigned home, blq__hand *h)
+/* Inlined into the loop, as before hand_left grew it (callgrind: the
+ * call alone was 0.7% of RETRY's instructions). */
+static inline __attribute__((always_inline)) bool take(blq *q, blq__worker *w, unsigned home,
+							 blq__hand *h)
 {
 	if (__builtin_expect(q->rate_t != 0, 0))
 		return take_limited(q, w, home, h);
