@@ -63,6 +63,14 @@ static void allow(stepper *s, uint64_t n)
 	pthread_mutex_unlock(&s->mu);
 }
 
+/* Lets callback `step` return, and waits for the next one to start. */
+static void step_on(stepper *s, uint64_t step)
+{
+	allow(s, step);
+	cr_assert(TU_WAIT_FOR(atomic_load(&s->started) == step + 1, 5000),
+		  "step %llu: the next item never started", (unsigned long long)step);
+}
+
 /* Try-enqueues until BLQ_EFULL; the items accepted. */
 static uint64_t fill(blq *q, uint64_t *next_id)
 {
@@ -81,23 +89,36 @@ static uint64_t fill(blq *q, uint64_t *next_id)
 	}
 }
 
-Test(hands, a_full_queue_holds_its_capacity_with_a_hand_out, .timeout = 120)
+/* A queue of CAP with one stepped worker (leaking rear into dlq when it
+ * is not NULL), whose first item (id 0) has started and waits. */
+static blq *stepped_queue(stepper *s, tu_rec *dlq)
 {
-	stepper s = {.mu = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 	blq_config c = {0};
 
 	c.capacity = CAP;
 	c.workers = 1;
 	c.worker = stepped_worker;
-	c.worker_ctx = &s;
+	c.worker_ctx = s;
 	c.item_free = tu_item_free;
+	if (dlq != NULL) {
+		c.dlq.enqueue = tu_rec_enqueue;
+		c.dlq.self = dlq;
+		c.leak_direction = BLQ_LEAK_REAR;
+	}
 	blq *q = must_new(&c);
-	uint64_t accepted = 0, id = 0;
 
 	/* The first item runs (and waits) before the rest go in. */
-	cr_assert_eq(blq_enqueue(q, tu_item_new(id++)), 0);
-	accepted = 1;
-	cr_assert(TU_WAIT_FOR(atomic_load(&s.started) == 1, 5000), "the first item never ran");
+	cr_assert_eq(blq_enqueue(q, tu_item_new(0)), 0);
+	cr_assert(TU_WAIT_FOR(atomic_load(&s->started) == 1, 5000), "the first item never ran");
+	return q;
+}
+
+Test(hands, a_full_queue_holds_its_capacity_with_a_hand_out, .timeout = 120)
+{
+	stepper s = {.mu = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+	blq *q = stepped_queue(&s, NULL);
+	uint64_t accepted = 1, id = 1;
+
 	for (uint64_t step = 1; step <= 60; step++) {
 		accepted += fill(q, &id);
 		uint64_t started = atomic_load(&s.started);
@@ -109,9 +130,7 @@ Test(hands, a_full_queue_holds_its_capacity_with_a_hand_out, .timeout = 120)
 			     CAP);
 		cr_assert_eq(blq_size(q), CAP, "step %llu: blq_size %zu", (unsigned long long)step,
 			     blq_size(q));
-		allow(&s, step);
-		cr_assert(TU_WAIT_FOR(atomic_load(&s.started) == step + 1, 5000),
-			  "step %llu: the next item never started", (unsigned long long)step);
+		step_on(&s, step);
 	}
 	allow(&s, UINT64_MAX);
 	blq_close(q);
@@ -128,21 +147,9 @@ Test(hands, a_leaky_queue_leaks_only_at_its_capacity_with_a_hand_out, .timeout =
 {
 	stepper s = {.mu = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 	tu_rec *dlq = tu_rec_new();
-	blq_config c = {0};
+	blq *q = stepped_queue(&s, dlq);
+	uint64_t id = 1;
 
-	c.capacity = CAP;
-	c.workers = 1;
-	c.worker = stepped_worker;
-	c.worker_ctx = &s;
-	c.item_free = tu_item_free;
-	c.dlq.enqueue = tu_rec_enqueue;
-	c.dlq.self = dlq;
-	c.leak_direction = BLQ_LEAK_REAR;
-	blq *q = must_new(&c);
-	uint64_t id = 0;
-
-	cr_assert_eq(blq_enqueue(q, tu_item_new(id++)), 0);
-	cr_assert(TU_WAIT_FOR(atomic_load(&s.started) == 1, 5000), "the first item never ran");
 	for (uint64_t step = 1; step <= 40; step++) {
 		/* Enqueue until one leaks: the queue holds CAP then. */
 		size_t leaked = tu_rec_count(dlq);
@@ -156,9 +163,7 @@ Test(hands, a_leaky_queue_leaks_only_at_its_capacity_with_a_hand_out, .timeout =
 			     (unsigned long long)step, (unsigned long long)st.in,
 			     (unsigned long long)st.leaked,
 			     (unsigned long long)atomic_load(&s.started));
-		allow(&s, step);
-		cr_assert(TU_WAIT_FOR(atomic_load(&s.started) == step + 1, 5000),
-			  "step %llu: the next item never started", (unsigned long long)step);
+		step_on(&s, step);
 	}
 	allow(&s, UINT64_MAX);
 	blq_close(q);
