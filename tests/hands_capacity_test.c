@@ -15,8 +15,9 @@
  * while 33 or more wait: before the hands were counted, a full queue
  * held 64 + 16.
  *
- * A stress test checks the bound while two producers block, two workers
- * take hands and a sampler reads the counts: enqueues returned, read
+ * A stress test checks the bound while two producers block, a third
+ * feeds the timer (its items wait beside the capacity: counted apart),
+ * two workers take hands and a sampler reads the counts: enqueues returned, read
  * before the callbacks started, never exceed the starts by more than the
  * capacity and the one item per worker between its take and its
  * callback.
@@ -174,21 +175,28 @@ Test(hands, a_leaky_queue_leaks_only_at_its_capacity_with_a_hand_out, .timeout =
 	tu_rec_free(dlq);
 }
 
-/* Two producers blocking, two workers taking hands, and a sampler. */
+/* Two producers blocking, a third whose items go through the timer, two
+ * workers taking hands, and a sampler. */
 typedef struct race {
 	blq *q;
 	_Atomic uint64_t returned; /* enqueues that returned 0 */
 	_Atomic uint64_t started;  /* callbacks entered */
+	_Atomic uint64_t delayed_started;
 	_Atomic int done;
 	uint64_t worst;            /* the sampler's largest returned - started */
 } race;
 
+#define DELAYED_ID 1000000000u /* ids from here went through the timer */
+
 static int counting_worker(void *ctx, void *payload, blq_task *task)
 {
 	race *r = ctx;
+	const tu_item *it = payload;
 
 	(void)task;
-	atomic_fetch_add(&r->started, 1);
+	/* The timer's items wait beside the capacity (timer_capacity, then
+	 * the due ring): counted apart. */
+	atomic_fetch_add(it->id >= DELAYED_ID ? &r->delayed_started : &r->started, 1);
 	/* A task body long enough for the rings to stay full. */
 	for (volatile int i = 0; i < 200; i++)
 		;
@@ -205,6 +213,24 @@ static void *producer(void *p)
 	for (unsigned i = 0; i < PER_PRODUCER; i++) {
 		cr_assert_eq(blq_enqueue(r->q, tu_item_new(i)), 0);
 		atomic_fetch_add(&r->returned, 1);
+	}
+	return NULL;
+}
+
+#define DELAYED 10000u
+
+/* Jobs delayed by 0 to 255 us: the timer delivers them while the
+ * producers keep the rings full (a full due ring's items would enter the
+ * rings like a producer's, inside the capacity). */
+static void *delayed_producer(void *p)
+{
+	race *r = p;
+
+	for (unsigned i = 0; i < DELAYED; i++) {
+		blq_job j = {.payload = tu_item_new(DELAYED_ID + i),
+			     .delay_ns = (uint64_t)(i % 256) * 1000u};
+
+		cr_assert_eq(blq_enqueue_job(r->q, &j), 0);
 	}
 	return NULL;
 }
@@ -226,7 +252,8 @@ static void *sampler(void *p)
 	return NULL;
 }
 
-Test(hands, blocking_producers_never_see_more_than_capacity_queued, .timeout = 120)
+Test(hands, blocking_producers_never_see_more_than_capacity_queued_beside_the_timer,
+     .timeout = 120)
 {
 	race r = {0};
 	blq_config c = {0};
@@ -237,18 +264,20 @@ Test(hands, blocking_producers_never_see_more_than_capacity_queued, .timeout = 1
 	c.worker_ctx = &r;
 	c.item_free = tu_item_free;
 	r.q = must_new(&c);
-	pthread_t prod[2], samp;
+	pthread_t prod[3], samp;
 
 	pthread_create(&samp, NULL, sampler, &r);
 	for (int i = 0; i < 2; i++)
 		pthread_create(&prod[i], NULL, producer, &r);
-	for (int i = 0; i < 2; i++)
+	pthread_create(&prod[2], NULL, delayed_producer, &r);
+	for (int i = 0; i < 3; i++)
 		pthread_join(prod[i], NULL);
 	atomic_store(&r.done, 1);
 	pthread_join(samp, NULL);
 	blq_close(r.q);
 	struct blq_stats st = stats(r.q);
-	cr_expect_eq(st.processed, 2ull * PER_PRODUCER);
+	cr_expect_eq(st.processed, 2ull * PER_PRODUCER + DELAYED);
+	cr_expect_eq(atomic_load(&r.delayed_started), DELAYED);
 	cr_expect(tu_balanced(&st));
 	/* Plus one per worker: an item taken alone leaves the count at its
 	 * take, before its callback counts it started. */
