@@ -83,8 +83,16 @@ static bool detach(blq *q, blq__worker *w)
 		pthread_cond_broadcast(&q->cond); /* a closer past its limit waits for this */
 	}
 	pthread_mutex_unlock(&q->mu);
-	if (ok)
+	if (ok) {
 		atomic_store_explicit(&w->cmd, BLQ__CMD_STOP, memory_order_release);
+		/* Its callback may have returned since the mark and the thread
+		 * gone to sleep as any worker (it reads its command after it
+		 * announces its sleep, ec.h): wake it to read this one, or it
+		 * sleeps on, counted stuck, until the next push. */
+		blq__ec_notify(&w->park, 0);
+		blq__ec_notify(&q->items_ec, 0);
+		blq__ec_notify(&q->rate_ec, 0);
+	}
 	return ok;
 }
 
@@ -120,8 +128,6 @@ static void give_up_late(blq *q, blq__worker *w, uint64_t seen, blq__backlog *b)
 	bool ended = ours && blq__late_take(q, w, &late, b->cap - b->n);
 	if (ours)
 		blq__hand_take(q, w, b);
-	if (ended)
-		blq__late_end(q, &late, b);
 	bool dropping = atomic_load_explicit(&q->forced, memory_order_acquire) != 0;
 	bool replaced = false;
 	pthread_mutex_lock(&q->pool_mu);
@@ -129,6 +135,12 @@ static void give_up_late(blq *q, blq__worker *w, uint64_t seen, blq__backlog *b)
 	if (spare != NULL && detach(q, w))
 		replaced = blq__pool_start(q, spare) == 0;
 	pthread_mutex_unlock(&q->pool_mu);
+	/* The outcome after the detach: whoever hears of it (a waiter, a
+	 * hook) and then lets the callback return finds its thread told to
+	 * stop already (a CI run caught the other order: the worker returned,
+	 * went to sleep on the queue, and was detached asleep). */
+	if (ended)
+		blq__late_end(q, &late, b);
 	/* Said once per given-up attempt: replaced, kept at the bound, or
 	 * kept because the queue is dropping. (A worker that returned between
 	 * the mark and the detach needs no word; a failed start logs its own.) */
