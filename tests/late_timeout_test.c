@@ -157,6 +157,43 @@ Test(late, the_hooks_and_the_handle_learn_it_at_the_limit)
 	cr_expect_eq(atomic_load(&outcomes[BLQ_OUTCOME_TIMED_OUT]), 2, "no second outcome");
 }
 
+/* A hook that hears the timeout lets the late callback return, and gives
+ * its worker the time to go back to the queue and sleep there before it
+ * returns (it runs on the watchdog's thread). */
+static void release_on_timeout(void *ctx, void *payload, enum blq_outcome o)
+{
+	(void)ctx;
+	(void)payload;
+	if (o == BLQ_OUTCOME_TIMED_OUT) {
+		tu_gate_open(&gate);
+		tu_sleep_us(50000);
+	}
+	atomic_fetch_add(&outcomes[o], 1); /* after: the test waits for the return */
+}
+
+/* The outcome is told once the late thread is detached (told to stop), so
+ * a callback let go by whoever heard of it ends its thread at once. Told
+ * first (as built before fec6aeb), the thread went back to the queue, slept
+ * there, and was detached asleep: counted stuck until the next push. */
+Test(late, a_callback_let_go_on_its_timeout_ends_its_thread)
+{
+	blq_config c = cfg();
+	c.on_done = (blq_done){release_on_timeout, NULL};
+	blq *q = must_new(&c);
+
+	cr_assert_eq(blq_enqueue(q, tu_item_new(1)), 0);
+	cr_assert(TU_WAIT_FOR(atomic_load(&outcomes[BLQ_OUTCOME_TIMED_OUT]) == 1, 2000));
+	tu_sleep_us(100000); /* past the watchdog's detach, in either order */
+	cr_expect(TU_WAIT_FOR(stats(q).workers_stuck == 0, 2000),
+		  "the late thread let go is still counted stuck");
+	cr_assert_eq(blq_close(q), 0);
+	struct blq_stats s = stats(q);
+	cr_expect(tu_balanced(&s));
+	cr_expect_eq(s.timed_out, 1);
+	blq_free(q);
+	cr_expect_eq(atomic_load(&tu_freed), 1);
+}
+
 /* blq_cancel reached the running attempt, which ignores it: at the limit
  * the item ends cancelled, not at the return. */
 Test(late, a_cancelled_late_attempt_ends_cancelled_at_the_limit)
