@@ -23,6 +23,8 @@
 #
 # Environment: MODEL_CHECK_TIMEOUT, seconds per search (default 300);
 # MODEL_CHECK_MEMLIM, megabytes per search (default 2048);
+# MODEL_CHECK_JOBS, searches at once (default: the CPUs; each is one
+# single-threaded pan, so the lines come out in the order below);
 # MODEL_CHECK_FULL=1, more sizes of lanes.pml and hands.pml (below).
 set -uo pipefail
 
@@ -293,11 +295,29 @@ check_fails() {
 	fi
 }
 
+# Runs a check (check_correct or check_fails and its arguments) in the
+# background, at most `jobs_max` at once: its line and its counts go to
+# files named by its number, printed and summed in order at the end.
+jobs_max=${MODEL_CHECK_JOBS:-$(nproc 2>/dev/null || echo 1)}
+checks=0
+run() {
+	checks=$((checks + 1))
+	local k=$checks
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do
+		wait -n
+	done
+	(
+		passed=0 failed=0 n=$((k - 1)) # search() numbers its directory k
+		"$@" >"$work/line.$k"
+		echo "$passed $failed" >"$work/count.$k"
+	) &
+}
+
 for s in "${sizes[@]}"; do
-	check_correct ec.pml "$s" "correct ${s//-D/}"
+	run check_correct ec.pml "$s" "correct ${s//-D/}"
 done
 for v in "${broken[@]}"; do
-	check_fails ec.pml "${sizes[0]} -D$v" "broken -D$v ${sizes[0]//-D/}" \
+	run check_fails ec.pml "${sizes[0]} -D$v" "broken -D$v ${sizes[0]//-D/}" \
 		"the model no longer tells this variant apart"
 done
 for s in "${lanes_sizes[@]}"; do
@@ -305,28 +325,40 @@ for s in "${lanes_sizes[@]}"; do
 	for small in "${lanes_small[@]}"; do
 		[ "$s" = "$small" ] && opt=-O0
 	done
-	check_correct lanes.pml "$s" "lanes correct ${s//-D/}" "$opt"
+	run check_correct lanes.pml "$s" "lanes correct ${s//-D/}" "$opt"
 done
 for s in "${lanes_broken[@]}"; do
-	check_fails lanes.pml "$s" "lanes broken ${s/-D/-D}" \
+	run check_fails lanes.pml "$s" "lanes broken ${s/-D/-D}" \
 		"the model no longer tells this variant apart"
 done
 for s in "${shared_sizes[@]}"; do
-	check_correct shared_rings.pml "$s" "shared rings correct ${s//-D/}" -O0
+	run check_correct shared_rings.pml "$s" "shared rings correct ${s//-D/}" -O0
 done
 for s in "${shared_broken[@]}"; do
-	check_fails shared_rings.pml "$s" "shared rings broken ${s/-D/-D}" \
+	run check_fails shared_rings.pml "$s" "shared rings broken ${s/-D/-D}" \
 		"the model no longer tells this variant apart"
 done
 for s in "${hands_sizes[@]}"; do
-	check_correct hands.pml "$s" "hands correct ${s//-D/}" -O0
+	run check_correct hands.pml "$s" "hands correct ${s//-D/}" -O0
 done
 for s in ${hands_full[@]+"${hands_full[@]}"}; do
-	check_correct hands.pml "$s" "hands correct ${s//-D/}"
+	run check_correct hands.pml "$s" "hands correct ${s//-D/}"
 done
 for s in "${hands_broken[@]}"; do
-	check_fails hands.pml "$s" "hands broken ${s/-D/-D}" \
+	run check_fails hands.pml "$s" "hands broken ${s/-D/-D}" \
 		"the model no longer tells this variant apart"
+done
+wait
+for k in $(seq "$checks"); do
+	if [ -f "$work/count.$k" ]; then
+		cat "$work/line.$k"
+		read -r p f <"$work/count.$k"
+		passed=$((passed + p))
+		failed=$((failed + f))
+	else
+		failed=$((failed + 1))
+		echo "model check: check $k: FAILED (it printed no result)"
+	fi
 done
 echo "model check: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

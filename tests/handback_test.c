@@ -163,8 +163,15 @@ Test(handback, items_taken_ahead_do_not_wait_for_a_stuck_callback)
 	cr_assert_eq(blq_resume(q), 0);
 	cr_assert(TU_WAIT_FOR(atomic_load(&stuck_inside) == 2, 2000));
 	uint64_t t0 = atomic_load(&stuck_from);
-	/* Both stuck workers hold a hand: 32 items are not in the ring. */
-	cr_expect_eq(blq_size(q), N - 2);
+	/* Both stuck workers hold a hand: 32 items are not in the ring, and
+	 * blq_size counts them. Only while the watchdog cannot have given a
+	 * worker up yet (half the limit after the first stuck callback
+	 * began): on a loaded host this look may come after the hand-back,
+	 * when replacements have run some of the hands' items (a TSan run
+	 * under ctest -j2 saw that). */
+	size_t size = blq_size(q);
+	if (tu_now_ns() - t0 < 10 * MS)
+		cr_expect_eq(size, N - 2);
 
 	cr_assert(TU_WAIT_FOR(stats(q).processed == N - 2, 5000), "processed %llu",
 		  (unsigned long long)stats(q).processed);
