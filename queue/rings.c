@@ -31,9 +31,11 @@ static void release_held(blq *q, uint64_t k)
 }
 
 /* Fills positions pos..pos+k of r with *tmpl, each with payloads[at + j]
- * when payloads is not NULL. */
-static void fill(blq__ring *r, uint64_t pos, uint64_t k, const blq__item *tmpl,
-		 void *const *payloads, size_t at)
+ * when payloads is not NULL. `warm`: r is a lane, whose one producer
+ * fills it in position order, so each fill also warms a slot
+ * BLQ__RING_WARM_AHEAD positions on (util/ring.h says why). */
+static inline void fill(blq__ring *r, uint64_t pos, uint64_t k, const blq__item *tmpl,
+			void *const *payloads, size_t at, bool warm)
 {
 	blq__ring_cursor c = blq__ring_at(r, pos);
 
@@ -43,6 +45,8 @@ static void fill(blq__ring *r, uint64_t pos, uint64_t k, const blq__item *tmpl,
 		if (payloads != NULL)
 			it.payload = payloads[at + j];
 		blq__ring_fill(blq__ring_next(&c), pos + j, &it);
+		if (warm)
+			blq__ring_warm(&c);
 	}
 }
 
@@ -61,7 +65,7 @@ static size_t push_shared(blq *q, unsigned first, const blq__item *tmpl, void *c
 		uint64_t pos, k;
 
 		while (done < n && (k = blq__ring_reserve(r, n - done, &pos)) > 0) {
-			fill(r, pos, k, tmpl, payloads, at + done);
+			fill(r, pos, k, tmpl, payloads, at + done, false);
 			done += k;
 			*ring = ri;
 			*end = pos + k;
@@ -150,7 +154,7 @@ static void push_reserved(blq *q, blq__lane *l, const blq__item *tmpl, void *con
 
 			l->spilling = false;
 			while (done < n && (k = blq__ring_reserve_sp(&l->ring, n - done, &pos)) > 0) {
-				fill(&l->ring, pos, k, tmpl, payloads, done);
+				fill(&l->ring, pos, k, tmpl, payloads, done, true);
 				done += k;
 			}
 			if (done == n)
