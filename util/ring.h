@@ -286,8 +286,10 @@ static inline void blq__ring_fill(blq__slot *s, uint64_t pos, const BLQ__RING_IT
  * read by a consumer on another core, so the fill's store misses, and the
  * producer's next locked instruction (the count of its next item) waits
  * for that store to drain: perf put 39% of W1's samples on that add. A
- * prefetch is a hint, never a fault, and harmless if the slot is still
- * full. Rings of a few slots stay in cache: nothing to warm. */
+ * prefetch is a hint, never a fault; on a ring within a few slots of
+ * full it may fetch a slot a consumer has still to read (a line moved
+ * once more, for the last pushes before the producer finds it full).
+ * Rings of a few slots stay in cache: nothing to warm. */
 static inline void blq__ring_warm(const blq__ring_cursor *c)
 {
 	if (c->cap <= BLQ__RING_WARM_AHEAD)
