@@ -642,6 +642,9 @@ int blq__pool_start(blq *q, blq__worker *w);
 void blq__pool_wake(blq *q, blq__worker *w);
 void blq__pool_sleep(blq *q, blq__worker *w);
 void blq__pool_stop(blq *q, blq__worker *w);
+/* The command to stop and the wake-ups that make w read it, without
+ * counting a stopped thread (the watchdog's detach; blq__pool_stop). */
+void blq__pool_tell_stop(blq *q, blq__worker *w);
 void blq__pool_join_all(blq *q); /* takes pool_mu itself */
 void blq__pool_rescue(blq *q);   /* start one worker to drain; takes pool_mu */
 void blq__pool_counts(const blq *q, unsigned *active, unsigned *asleep, unsigned *idle);

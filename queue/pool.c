@@ -78,12 +78,20 @@ void blq__pool_sleep(blq *q, blq__worker *w)
 	atomic_fetch_add_explicit(&q->slept, 1, memory_order_relaxed);
 }
 
-void blq__pool_stop(blq *q, blq__worker *w)
+void blq__pool_tell_stop(blq *q, blq__worker *w)
 {
 	atomic_store_explicit(&w->cmd, BLQ__CMD_STOP, memory_order_release);
+	/* Wherever it sleeps (parked, on the empty queue, for a rate
+	 * token), it reads its command after it announces its sleep (ec.h):
+	 * wake it to read this one. */
 	blq__ec_notify(&w->park, 0);
 	blq__ec_notify(&q->items_ec, 0);
 	blq__ec_notify(&q->rate_ec, 0);
+}
+
+void blq__pool_stop(blq *q, blq__worker *w)
+{
+	blq__pool_tell_stop(q, w);
 	atomic_fetch_add_explicit(&q->stopped_threads, 1, memory_order_relaxed);
 }
 

@@ -83,16 +83,11 @@ static bool detach(blq *q, blq__worker *w)
 		pthread_cond_broadcast(&q->cond); /* a closer past its limit waits for this */
 	}
 	pthread_mutex_unlock(&q->mu);
-	if (ok) {
-		atomic_store_explicit(&w->cmd, BLQ__CMD_STOP, memory_order_release);
-		/* Its callback may have returned since the mark and the thread
-		 * gone to sleep as any worker (it reads its command after it
-		 * announces its sleep, ec.h): wake it to read this one, or it
-		 * sleeps on, counted stuck, until the next push. */
-		blq__ec_notify(&w->park, 0);
-		blq__ec_notify(&q->items_ec, 0);
-		blq__ec_notify(&q->rate_ec, 0);
-	}
+	/* Woken too: its callback may have returned since the mark and the
+	 * thread gone to sleep as any worker, which would sleep on, counted
+	 * stuck, until the next push. */
+	if (ok)
+		blq__pool_tell_stop(q, w);
 	return ok;
 }
 
