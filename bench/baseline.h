@@ -53,6 +53,13 @@ int64_t bench_run_mutex(const bench_shape *shape);
  * sched_yield() while full or empty. No blocking, no accounting. */
 int64_t bench_run_ckring(const bench_shape *shape);
 
+/* The least handoff (baseline_pairs.c): a ring of capacity / producers
+ * slots per producer, read by consumer (ring % workers) alone, producers and
+ * consumers sleeping on a futex after a short spin. No CAS, no accounting,
+ * no stealing: what moving items between threads costs on this host when a
+ * design pays for nothing else. Has a batch push. */
+int64_t bench_run_pairs(const bench_shape *shape);
+
 /* The floor: no handoff at all, the task body alone spread over the
  * cores (one thread per online CPU, each running its share of the items
  * back to back). Elapsed ns from their release to the last one's end. */

@@ -4,8 +4,8 @@
  *
  * Every measurement prints one line scripts can read:
  *   BENCH <workload> <system> ns_per_item=<x> items_per_s=<y> allocs_per_item=<z> [k=v ...]
- * Rounds run the systems round-robin (blq, glib, mutex, ckring, blq, ...) so
- * a noisy neighbour hits them alike; the line gives the median round.
+ * Rounds run the systems round-robin (blq, glib, mutex, ckring, pairs, blq,
+ * ...) so a noisy neighbour hits them alike; the line gives the median round.
  *
  * Allocations are counted by interposing malloc and friends in this
  * executable. blq's figure covers only the window in which items flow
@@ -139,10 +139,13 @@ static void latency_task(void *payload)
 
 /* ---- systems -------------------------------------------------------- */
 
-/* SYS_FLOOR is no queue: the task bodies alone over the cores
- * (bench_run_floor), the line no handoff can go below. */
-enum { SYS_BLQ, SYS_GLIB, SYS_MUTEX, SYS_CKRING, SYS_FLOOR, SYS_COUNT };
-static const char *const sys_names[SYS_COUNT] = {"blq", "glib", "mutex", "ckring", "floor"};
+/* SYS_PAIRS is the least handoff (bench_run_pairs: a ring per producer,
+ * one reader each, nothing else); SYS_FLOOR is no queue: the task bodies
+ * alone over the cores (bench_run_floor), the line no handoff can go
+ * below. */
+enum { SYS_BLQ, SYS_GLIB, SYS_MUTEX, SYS_CKRING, SYS_PAIRS, SYS_FLOOR, SYS_COUNT };
+static const char *const sys_names[SYS_COUNT] = {"blq",	  "glib",  "mutex",
+						 "ckring", "pairs", "floor"};
 
 typedef struct result {
 	double ns[64];
@@ -192,6 +195,9 @@ static int run_one(int sys, const bench_shape *s, const blq_config *base, double
 		break;
 	case SYS_FLOOR:
 		t = bench_run_floor(s);
+		break;
+	case SYS_PAIRS:
+		t = bench_run_pairs(s);
 		break;
 	default:
 		t = bench_run_ckring(s);
@@ -392,23 +398,30 @@ static int paired_ratio(const char *name, const bench_shape *s, const blq_config
 
 /* W1-BATCH: W1's items handed over in batches of 32 (blq_enqueue_batch),
  * each round beside the floor (bench_run_floor: the task bodies alone over
- * the cores). Two lines: the floor, and W1-BATCH with floor_ratio, the
- * median of the per-round ratios W1-BATCH / floor. */
-static int w1_batch(size_t items, unsigned rounds, const blq_config *fixed)
+ * the cores) and, with --compare, the least handoff (bench_run_pairs, its
+ * batch push). A line for the floor, then one per system with floor_ratio,
+ * the median of the per-round ratios system / floor. */
+static int w1_batch(size_t items, unsigned rounds, const blq_config *fixed, bool pairs)
 {
 	bench_shape s = {.producers = 2, .workers = 2, .items = items ? items : 2000000,
 			 .capacity = 1024, .task = tiny_task, .batch = 32};
-	double batch[64], floor[64], ratio[64], alloc_rate[64];
+	double batch[64], floor[64], ratio[64], alloc_rate[64], pair[64], pair_ratio[64];
+	double pair_allocs[64];
 	uint64_t run_allocs;
 
 	for (unsigned r = 0; r < rounds; r++) {
 		int64_t tf = bench_run_floor(&s);
 		int64_t tb = bench_run_blq(&s, fixed, &run_allocs);
-		if (tf < 0 || tb < 0)
+		uint64_t a0 = bench_allocs();
+		int64_t tp = pairs ? bench_run_pairs(&s) : 0;
+		pair_allocs[r] = (double)(bench_allocs() - a0) / (double)s.items;
+		if (tf < 0 || tb < 0 || tp < 0)
 			return -1;
 		floor[r] = (double)tf / (double)s.items;
 		batch[r] = (double)tb / (double)s.items;
 		ratio[r] = batch[r] / floor[r];
+		pair[r] = (double)tp / (double)s.items;
+		pair_ratio[r] = pair[r] / floor[r];
 		alloc_rate[r] = (double)run_allocs / (double)s.items;
 	}
 	double f = median(floor, rounds), b = median(batch, rounds);
@@ -417,6 +430,14 @@ static int w1_batch(size_t items, unsigned rounds, const blq_config *fixed)
 	printf("BENCH W1-BATCH blq ns_per_item=%.1f items_per_s=%.0f allocs_per_item=%.6g batch=%u "
 	       "floor_ratio=%.3f rounds=%u\n",
 	       b, 1e9 / b, median(alloc_rate, rounds), s.batch, median(ratio, rounds), rounds);
+	if (pairs) {
+		double p = median(pair, rounds);
+
+		printf("BENCH W1-BATCH pairs ns_per_item=%.1f items_per_s=%.0f allocs_per_item=%.6g "
+		       "batch=%u floor_ratio=%.3f blq_ratio=%.3f rounds=%u\n",
+		       p, 1e9 / p, median(pair_allocs, rounds), s.batch, median(pair_ratio, rounds),
+		       b / p, rounds);
+	}
 	fflush(stdout);
 	return 0;
 }
@@ -571,7 +592,8 @@ static void usage(FILE *f)
 		"       --compare adds GLib, the mutex pool, the ck ring and the floor\n"
 		"  W1-BATCH  W1 with the producers handing over 32 items per call\n"
 		"       (blq_enqueue_batch), each round beside the floor: the task body\n"
-		"       alone on one thread per CPU (line BENCH W1 floor); floor_ratio\n"
+		"       alone on one thread per CPU (line BENCH W1 floor); floor_ratio;\n"
+		"       --compare adds the least handoff (pairs) with its floor_ratio\n"
 		"  W2   as W1 with a balanced pool, workers_min 1, workers_max 8\n"
 		"       (--compare: GLib with max_threads 8), then W2-VS-W1: W2 and W1\n"
 		"       back to back per round, w1_ratio = median of the round ratios\n"
@@ -602,9 +624,10 @@ static void usage(FILE *f)
 		"  --compare   also run the other systems round-robin with blq and print\n"
 		"              blq_ratio (blq ns/item divided by the other system's):\n"
 		"              W1, W3, W1-MANY: GLib GThreadPool, a mutex+condvar pool, a raw\n"
-		"              ck_ring\n"
+		"              ck_ring, and the least handoff (pairs: a ring per producer\n"
+		"              read by one worker, nothing else; W1-BATCH too)\n"
 		"  --only SYSTEM[,SYSTEM...]  run only these (blq, glib, mutex, ckring,\n"
-		"              floor) of the systems --compare would run, round-robin: one\n"
+		"              pairs, floor) of the systems --compare would run, round-robin: one\n"
 		"              per process for perf stat, or all but one; a workload with\n"
 		"              none of them prints a # line; blq's paired, batch, idle and\n"
 		"              dump workloads run only when blq is listed\n"
@@ -696,7 +719,8 @@ int main(int argc, char **argv)
 					;
 				if (k < 0) {
 					fprintf(stderr, "blq-bench: --only: want blq, glib, mutex, "
-							"ckring or floor (comma-separated), got '%s'\n",
+							"ckring, pairs or floor (comma-separated), "
+							"got '%s'\n",
 						tok);
 					return 2;
 				}
@@ -788,7 +812,8 @@ int main(int argc, char **argv)
 		if (r < 0)
 			return 1;
 	}
-	if (want[W1BATCH] && blq_runs && w1_batch(items, rounds, &fixed) != 0)
+	if (want[W1BATCH] && blq_runs &&
+	    w1_batch(items, rounds, &fixed, (SYSTEMS(all) & (1u << SYS_PAIRS)) != 0) != 0)
 		return 1;
 	if (want[W2]) {
 		bench_shape s = {.producers = 2, .workers = 2, .items = items ? items : 2000000,

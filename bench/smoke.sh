@@ -5,7 +5,7 @@ set -u
 bench=$1
 out=$("$bench" --compare --rounds 1 --items 4000 W1 W3) || { echo "blq-bench failed"; exit 1; }
 echo "$out"
-for s in blq glib mutex ckring; do
+for s in blq glib mutex ckring pairs; do
 	echo "$out" | grep -Eq "^BENCH W1 $s ns_per_item=[0-9.]+ items_per_s=[0-9]+ allocs_per_item=[0-9.e-]+" ||
 		{ echo "no W1 line for $s"; exit 1; }
 	echo "$out" | grep -Eq "^BENCH W3 $s .* p50_us=[0-9.]+ p90_us=[0-9.]+ p99_us=[0-9.]+ p999_us=[0-9.]+" ||
@@ -22,7 +22,7 @@ noisy=$("$bench" --compare --rounds 1 --items 4000 W1-NOISY) || { echo "blq-benc
 echo "$noisy"
 echo "$noisy" | grep -Eq "^BENCH W1-NOISY blq ns_per_item=[0-9.]+ .* noise_threads=[1-9][0-9]* rounds=1" ||
 	{ echo "no W1-NOISY line for blq"; exit 1; }
-for s in glib mutex ckring floor; do
+for s in glib mutex ckring pairs floor; do
 	echo "$noisy" | grep -Eq "^BENCH W1-NOISY $s ns_per_item=[0-9.]+ .*blq_ratio=[0-9.]+" ||
 		{ echo "no W1-NOISY line for $s"; exit 1; }
 done
@@ -31,11 +31,11 @@ done
 # The ck ring runs in a process of its own under a timeout: with 64
 # producers on a busy 2-CPU host its spinning MPMC push can stall for
 # minutes (docs/benchmarks.md), which says nothing about blq-bench.
-many=$("$bench" --compare --only blq,glib,mutex,floor --rounds 1 --items 4000 W1-MANY) || { echo "blq-bench W1-MANY failed"; exit 1; }
+many=$("$bench" --compare --only blq,glib,mutex,pairs,floor --rounds 1 --items 4000 W1-MANY) || { echo "blq-bench W1-MANY failed"; exit 1; }
 echo "$many"
 echo "$many" | grep -Eq "^BENCH W1-MANY blq ns_per_item=[0-9.]+ items_per_s=[0-9]+ allocs_per_item=0 producers=64 w1_ns_per_item=[0-9.]+ w1_ratio=[0-9.]+ w1_best_ratio=[0-9.]+ rounds=1" ||
 	{ echo "no W1-MANY line for blq (or it allocated per item)"; exit 1; }
-for s in glib mutex floor; do
+for s in glib mutex pairs floor; do
 	echo "$many" | grep -Eq "^BENCH W1-MANY $s ns_per_item=[0-9.]+ .*blq_ratio=[0-9.]+" ||
 		{ echo "no W1-MANY line for $s"; exit 1; }
 done
@@ -56,6 +56,11 @@ echo "$bat" | grep -Eq "^BENCH W1 floor ns_per_item=[0-9.]+ items_per_s=[0-9]+ t
 	{ echo "no W1 floor line"; exit 1; }
 echo "$bat" | grep -Eq "^BENCH W1-BATCH blq ns_per_item=[0-9.]+ .*allocs_per_item=0 batch=32 floor_ratio=[0-9.]+ rounds=1" ||
 	{ echo "no W1-BATCH line (or it allocated per item)"; exit 1; }
+echo "$bat" | grep -q "^BENCH W1-BATCH pairs" && { echo "W1-BATCH ran pairs without --compare"; exit 1; }
+bat=$("$bench" --compare --rounds 1 --items 4000 W1-BATCH) || { echo "blq-bench --compare W1-BATCH failed"; exit 1; }
+echo "$bat"
+echo "$bat" | grep -Eq "^BENCH W1-BATCH pairs ns_per_item=[0-9.]+ items_per_s=[0-9]+ allocs_per_item=[0-9.e-]+ batch=32 floor_ratio=[0-9.]+ blq_ratio=[0-9.]+ rounds=1" ||
+	{ echo "no W1-BATCH line for pairs"; exit 1; }
 # The paired controls: W1 with itself, and RETRY.
 ctl=$("$bench" --rounds 1 --items 4000 W1-SELF RETRY) || { echo "blq-bench W1-SELF RETRY failed"; exit 1; }
 echo "$ctl"

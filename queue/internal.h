@@ -511,6 +511,9 @@ uint64_t blq__lanes_items(const blq *q);
 /* held less the lanes' credit: the rings' items and the hands' places
  * (the wake-up rule's count: no walk of the workers' slots per take). */
 uint64_t blq__lanes_held(const blq *q);
+/* blq__lanes_held(q) <= limit, reading the producers' cells only when
+ * the lanes' credit could decide it. */
+bool blq__lanes_held_within(const blq *q, uint64_t limit);
 /* A place taken from l's credit by the enqueue's add and not used (the
  * queue closed): back into the credit. */
 void blq__lanes_unspend(blq *q, blq__lane *l);

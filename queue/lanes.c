@@ -414,6 +414,25 @@ uint64_t blq__lanes_held(const blq *q)
 	return held > idle ? held - idle : 0;
 }
 
+bool blq__lanes_held_within(const blq *q, uint64_t limit)
+{
+	uint64_t held = atomic_load_explicit(&q->lanes.held, memory_order_relaxed) & BLQ__HELD_MASK;
+
+	if (held <= limit)
+		return true; /* the credit only takes away */
+	/* A lane's credit is at most BLQ__LANE_CREDIT (only its owner adds,
+	 * keep_credit up to that, unspend what it just spent): beyond the
+	 * band that much credit could explain, the answer needs no look at
+	 * the producers' cells, whose lines their owners' every add writes
+	 * (a worker's look on each take while producers wait cost W1 a
+	 * miss per item on both sides). */
+	unsigned made = atomic_load_explicit(&q->lanes.made, memory_order_acquire);
+
+	if (held - limit > (uint64_t)made * BLQ__LANE_CREDIT)
+		return false;
+	return blq__lanes_held(q) <= limit;
+}
+
 uint64_t blq__lanes_items(const blq *q)
 {
 	uint64_t held = blq__lanes_held(q);

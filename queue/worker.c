@@ -66,11 +66,14 @@ bool blq__is_own_worker(const blq *q)
 	return blq__own_queue == q;
 }
 
-/* The wake-up rule's count: with lanes, the rings' items and the hands'
- * places (a hand's release wakes again once they are out). */
-static uint64_t queued_for_wake(const blq *q)
+/* The wake-up rule: at most half the rings' room queued (with lanes,
+ * the rings' items and the hands' places: a hand's release wakes again
+ * once they are out). */
+static bool wake_due(const blq *q)
 {
-	return blq__lanes_on(q) ? blq__lanes_held(q) : blq__ring_items(q);
+	uint64_t half = q->ring_cap / 2;
+
+	return blq__lanes_on(q) ? blq__lanes_held_within(q, half) : blq__ring_items(q) <= half;
 }
 
 static inline void space_wake(blq *q)
@@ -80,7 +83,7 @@ static inline void space_wake(blq *q)
 	 * freed it (a take's CAS on a ring's head, util/ring.h; a hand's
 	 * release from held, hand_places.c), seq_cst: the barrier, as
 	 * blq__handoff's add is the producers'. */
-	if (blq__ec_waiters_after_rmw(&q->space_ec) != 0 && queued_for_wake(q) <= q->ring_cap / 2 &&
+	if (blq__ec_waiters_after_rmw(&q->space_ec) != 0 && wake_due(q) &&
 	    blq__ec_claim(&q->space_ec))
 		blq__ec_wake_slow(&q->space_ec, 0);
 }

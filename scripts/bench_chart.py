@@ -39,10 +39,11 @@ COLOURS = {
     "glib": "#ff7f0e",
     "mutex": "#2ca02c",
     "ckring": "#d62728",
+    "pairs": "#17becf",
     "floor": "#7f7f7f",
     "redis-benchmark": "#9467bd",
 }
-SPARE_COLOURS = ["#8c564b", "#e377c2", "#bcbd22", "#17becf"]
+SPARE_COLOURS = ["#8c564b", "#e377c2", "#bcbd22", "#aec7e8"]
 
 
 class BadInput(Exception):

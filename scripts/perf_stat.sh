@@ -9,7 +9,7 @@
 #   e.g. scripts/perf_stat.sh build/rel/bench/blq-bench 7 W1 W1-NOISY W3
 #   SYSTEM=glib scripts/perf_stat.sh build/rel/bench/blq-bench 7 W1
 #
-# Environment: SYSTEM (blq, the default; glib, mutex, ckring, floor: passed
+# Environment: SYSTEM (blq, the default; glib, mutex, ckring, pairs, floor: passed
 # as blq-bench --only), ROUNDS (blq-bench --rounds, default 3), ITEMS
 # (blq-bench --items; default each workload's own count).
 # Each run is one process per workload (perf stat counts a whole process);
