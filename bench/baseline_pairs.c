@@ -4,8 +4,8 @@
  * design pays for nothing else. Each producer has a ring of its own
  * (capacity / producers slots, no CAS: one writer, one reader) and ring r
  * is read by consumer r % workers alone; producers sleep when their ring
- * is full and consumers when all their rings are empty, on a futex, after
- * a short spin. No accounting, no stealing (a slow consumer stalls its
+ * is full and consumers when all their rings are empty, on a futex, at
+ * once. No accounting, no stealing (a slow consumer stalls its
  * producers: a pool could not promise that), no close.
  *
  * It is what the issue's "a throwaway program beside it with its own
