@@ -309,6 +309,13 @@ inline ec_wait(e)
 /* futex_wake(n): one sleeper of this ec (any), or all (n == 0). */
 #define WAKE(i) if :: st[i] == ASLEEP -> st[i] = IDLE :: else fi
 #define WAKE_ONE(i) :: st[i] == ASLEEP -> st[i] = IDLE
+/* The workers' half-drain wake of producers: one sleeper (worker.c,
+ * space_wake), or every one with -DSPACE_WAKE_ALL (the code before). */
+#ifdef SPACE_WAKE_ALL
+#define SPACE_WAKE_N 0
+#else
+#define SPACE_WAKE_N 1
+#endif
 inline ec_wake_slow(e, n)
 {
 	atomic {
@@ -512,7 +519,7 @@ progress_take:			/* for pan -l (non-progress cycles), see the doc */
 		:: sz <= CAP / 2 ->
 			ec_claim(SPACE, ok);
 			if
-			:: ok -> ec_wake_slow(SPACE, 0)
+			:: ok -> ec_wake_slow(SPACE, SPACE_WAKE_N)
 			:: else
 			fi
 		:: else

@@ -361,10 +361,22 @@ done:
 #if NP == 1
 #define WAKE_ALL atomic { \
 		if :: st[0] == SNAP -> st[0] = MOVED :: st[0] == ASLEEP -> st[0] = IDLE :: else fi }
-#else
+#elif defined(SPACE_WAKE_ALL)
 #define WAKE_ALL atomic { \
 		if :: st[0] == SNAP -> st[0] = MOVED :: st[0] == ASLEEP -> st[0] = IDLE :: else fi; \
 		if :: st[1] == SNAP -> st[1] = MOVED :: st[1] == ASLEEP -> st[1] = IDLE :: else fi }
+#else
+/* One sleeper (worker.c, space_wake): whichever the kernel picks of those
+ * asleep; the bump of the futex word still turns back every waiter that
+ * has not yet slept. -DSPACE_WAKE_ALL wakes both (the code before). */
+#define WAKE_ALL atomic { \
+		if :: st[0] == SNAP -> st[0] = MOVED :: else fi; \
+		if :: st[1] == SNAP -> st[1] = MOVED :: else fi; \
+		if \
+		:: st[0] == ASLEEP -> st[0] = IDLE \
+		:: st[1] == ASLEEP -> st[1] = IDLE \
+		:: else \
+		fi }
 #endif
 
 /* blq__space_wake, after a seq_cst read-modify-write on held. */

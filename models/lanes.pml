@@ -381,6 +381,13 @@ inline ec_wait(e)
 #define BUMP(i) if :: st[i] == SNAP -> st[i] = MOVED :: else fi
 #define WAKE(i) if :: st[i] == ASLEEP -> st[i] = IDLE :: else fi
 #define WAKE_ONE(i) :: st[i] == ASLEEP -> st[i] = IDLE
+/* The workers' half-drain wake of producers: one sleeper (worker.c,
+ * space_wake), or every one with -DSPACE_WAKE_ALL (the code before). */
+#ifdef SPACE_WAKE_ALL
+#define SPACE_WAKE_N 0
+#else
+#define SPACE_WAKE_N 1
+#endif
 inline ec_wake_slow(e, n)
 {
 	atomic {
@@ -1039,7 +1046,7 @@ inline after_take()
 		:: t <= CAP / 2 ->
 			ec_claim(SPACE, ok);
 			if
-			:: ok -> ec_wake_slow(SPACE, 0)
+			:: ok -> ec_wake_slow(SPACE, SPACE_WAKE_N)
 			:: else
 			fi
 		:: else

@@ -527,7 +527,7 @@ void blq__lanes_unspend(blq *q, blq__lane *l);
 void blq__hand_places_release(blq *q, blq__worker *w);
 uint64_t blq__hand_places_claim(blq *q, uint64_t want, uint64_t *sum, bool *releasing);
 uint64_t blq__hand_places(const blq *q);
-/* worker.c: wakes the producers waiting for room when the rings have
+/* worker.c: wakes a producer waiting for room when the rings have
  * drained to half; after a seq_cst read-modify-write that freed room. */
 void blq__space_wake(blq *q);
 static inline bool blq__lanes_on(const blq *q)

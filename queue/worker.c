@@ -8,9 +8,10 @@
  * - A worker sleeps on items_ec only after a failed take, announced and
  *   re-checked (ec.h), so it never misses an item and never spins: an idle
  *   queue's workers cost no CPU.
- * - After each take, a worker wakes the producers sleeping on a full queue,
- *   all at once, when the rings have drained to half (not per item: a
- *   wake-up per item is a system call per item).
+ * - After each take, a worker wakes a producer sleeping on a full queue
+ *   when the rings have drained to half and no wake-up is pending: one
+ *   sleeper per wake-up (space_wake says why), and not per item while
+ *   none sleeps (a wake-up per item is a system call per item).
  * - Between items a worker reads its command from the balancer (one load
  *   of its own cache line): RUN, SLEEP (park on its own event count until
  *   woken or told to stop) or STOP (end the thread).
@@ -76,6 +77,16 @@ static bool wake_due(const blq *q)
 	return blq__lanes_on(q) ? blq__lanes_held_within(q, half) : blq__ring_items(q) <= half;
 }
 
+/* One sleeper per wake-up, not all of them: a woken producer acknowledges
+ * the pending wake-up (ec.h) and pushes, each item it pushes is taken
+ * later, and that take looks again, so while the queue stays at or below
+ * half the sleepers come back one after another at the workers' pace,
+ * and none sleeps on a queue with room (a producer that stops waiting
+ * without pushing found it full; a close wakes them all). With every
+ * sleeper woken at once, 64 producers (W1-MANY) woke for a few places
+ * each and most slept again: 40,000 futex calls a run; waking one ran
+ * W1-MANY 0.71x as long (docs/benchmarks.md). The SPIN models check it
+ * (models/ec.pml, lanes.pml, hands.pml: SPACE_WAKE_ALL is the old way). */
 static inline void space_wake(blq *q)
 {
 	/* StoreLoad: the room we freed must be visible before we read the
@@ -85,7 +96,7 @@ static inline void space_wake(blq *q)
 	 * blq__handoff's add is the producers'. */
 	if (blq__ec_waiters_after_rmw(&q->space_ec) != 0 && wake_due(q) &&
 	    blq__ec_claim(&q->space_ec))
-		blq__ec_wake_slow(&q->space_ec, 0);
+		blq__ec_wake_slow(&q->space_ec, 1);
 }
 
 void blq__space_wake(blq *q)
