@@ -26,8 +26,10 @@
  * pending wake-one must not absorb a close). A woken worker that takes an
  * item while more wait, or that stops taking items, passes a wake-up on,
  * so a burst does not rest on the one worker that was woken. The workers'
- * half-drain wake-all of producers (worker.c) does defer: every sleeper
- * at the time of a pending wake-all was woken by it.
+ * half-drain wake of one producer (worker.c) does defer: the producer it
+ * woke acknowledges it and pushes, and the take of what it pushes looks
+ * again (and a producer woken into a full queue sleeps again, to be woken
+ * at the next drain).
  * Every waiter clears `pending` when it announces itself (before its
  * re-check) and again when it stops waiting (woken, timed out, or
  * cancelled after a successful re-check). So `pending` cannot stay set
