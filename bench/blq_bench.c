@@ -412,16 +412,13 @@ static int w1_batch(size_t items, unsigned rounds, const blq_config *fixed, bool
 	for (unsigned r = 0; r < rounds; r++) {
 		int64_t tf = bench_run_floor(&s);
 		int64_t tb = bench_run_blq(&s, fixed, &run_allocs);
-		uint64_t a0 = bench_allocs();
-		int64_t tp = pairs ? bench_run_pairs(&s) : 0;
-		pair_allocs[r] = (double)(bench_allocs() - a0) / (double)s.items;
-		if (tf < 0 || tb < 0 || tp < 0)
+		if (tf < 0 || tb < 0 ||
+		    (pairs && run_one(SYS_PAIRS, &s, fixed, &pair[r], &pair_allocs[r]) != 0))
 			return -1;
 		floor[r] = (double)tf / (double)s.items;
 		batch[r] = (double)tb / (double)s.items;
 		ratio[r] = batch[r] / floor[r];
-		pair[r] = (double)tp / (double)s.items;
-		pair_ratio[r] = pair[r] / floor[r];
+		pair_ratio[r] = pairs ? pair[r] / floor[r] : 0;
 		alloc_rate[r] = (double)run_allocs / (double)s.items;
 	}
 	double f = median(floor, rounds), b = median(batch, rounds);

@@ -398,11 +398,15 @@ void blq__lanes_unspend(blq *q, blq__lane *l)
 	atomic_fetch_add_explicit(&blq__lane_cell(q, l)->entered, 1, memory_order_release);
 }
 
-uint64_t blq__lanes_held(const blq *q)
+static uint64_t held_word(const blq *q)
 {
-	uint64_t held = atomic_load_explicit(&q->lanes.held, memory_order_relaxed) & BLQ__HELD_MASK;
+	return atomic_load_explicit(&q->lanes.held, memory_order_relaxed) & BLQ__HELD_MASK;
+}
+
+/* held less the lanes' idle credit (a borrowing owner's word counts none). */
+static uint64_t less_credit(const blq *q, uint64_t held, unsigned made)
+{
 	uint64_t idle = 0;
-	unsigned made = atomic_load_explicit(&q->lanes.made, memory_order_acquire);
 
 	for (unsigned i = 0; i < made; i++) {
 		uint64_t c = atomic_load_explicit(&q->cells[i].entered,
@@ -414,9 +418,16 @@ uint64_t blq__lanes_held(const blq *q)
 	return held > idle ? held - idle : 0;
 }
 
+uint64_t blq__lanes_held(const blq *q)
+{
+	uint64_t held = held_word(q);
+
+	return less_credit(q, held, atomic_load_explicit(&q->lanes.made, memory_order_acquire));
+}
+
 bool blq__lanes_held_within(const blq *q, uint64_t limit)
 {
-	uint64_t held = atomic_load_explicit(&q->lanes.held, memory_order_relaxed) & BLQ__HELD_MASK;
+	uint64_t held = held_word(q);
 
 	if (held <= limit)
 		return true; /* the credit only takes away */
@@ -430,7 +441,7 @@ bool blq__lanes_held_within(const blq *q, uint64_t limit)
 
 	if (held - limit > (uint64_t)made * BLQ__LANE_CREDIT)
 		return false;
-	return blq__lanes_held(q) <= limit;
+	return less_credit(q, held, made) <= limit;
 }
 
 uint64_t blq__lanes_items(const blq *q)
