@@ -31,6 +31,7 @@
 #include "bench_blq.h"
 #include "bench_dump.h"
 #include "bench_restore.h"
+#include "bench_sides.h"
 #include "noise.h"
 
 /* ---- allocation counter: interposes the allocator for the whole process */
@@ -608,6 +609,10 @@ static void usage(FILE *f)
 		"  W1-QOS   W1 through a QoS queue (3 WRR sub-queues of 320, egress 64,\n"
 		"       1 egress thread, uniform evaluator), paired with plain W1 likewise\n"
 		"  IDLE-QOS  CPU of that QoS queue at rest over 5 s, after a burst\n"
+		"  SIDES  each side's cost per item alone: one thread fills a paused\n"
+		"       queue of 4096, then its one worker drains it with a task that\n"
+		"       does nothing, 500 times a round; with both on one CPU (cpus=one)\n"
+		"       and free on two (cpus=two): enqueue_ns=.. drain_ns=..\n"
 		"  DUMP-FS  dlqdump to files: 400,000 x 64 B and 50,000 x 1 KiB items\n"
 		"       through a dump with 1 MiB batches, until fsync'd (mb_per_s=)\n"
 		"  DUMP-REDIS  the same to a Redis stream (200,000 x 64 B, 50,000 x\n"
@@ -658,9 +663,10 @@ int main(int argc, char **argv)
 	static const char *const names[] = {"W1",	"W2",	  "W3",	      "W4",
 					    "IDLE-BALANCED", "W1-PROM", "W1-QOS", "IDLE-QOS",
 					    "RETRY",	"DUMP-FS", "DUMP-REDIS", "W1-SELF",
-					    "RESTORE-REDIS", "W1-NOISY", "W1-BATCH", "W1-MANY"};
+					    "RESTORE-REDIS", "W1-NOISY", "W1-BATCH", "W1-MANY",
+					    "SIDES"};
 	enum { W1, W2, W3, W4, IDLE, W1PROM, W1QOS, IDLEQOS, RETRY, DUMPFS, DUMPREDIS, W1SELF,
-	       RESTOREREDIS, W1NOISY, W1BATCH, W1MANY, NWL };
+	       RESTOREREDIS, W1NOISY, W1BATCH, W1MANY, SIDES, NWL };
 	char redis_host[256] = "";
 	int redis_port = 0;
 	bool compare = false, want[NWL] = {false};
@@ -851,6 +857,8 @@ int main(int argc, char **argv)
 	if (want[W1PROM] && blq_runs && w1_prom(items, rounds) != 0)
 		return 1;
 	if (want[W1QOS] && blq_runs && w1_qos(items, rounds) != 0)
+		return 1;
+	if (want[SIDES] && blq_runs && bench_sides(rounds) != 0)
 		return 1;
 	if (want[IDLEQOS] && blq_runs && idle_qos() != 0)
 		return 1;

@@ -16,6 +16,13 @@ qos=$("$bench" --rounds 1 --items 4000 W1-QOS) || { echo "blq-bench W1-QOS faile
 echo "$qos"
 echo "$qos" | grep -Eq "^BENCH W1-QOS blq ns_per_item=[0-9.]+ items_per_s=[0-9]+ allocs_per_item=0 .*w1_ratio=[0-9.]+" ||
 	{ echo "no W1-QOS line (or it allocated per item)"; exit 1; }
+# Each side alone (SIDES): both lines, on one CPU and on two.
+sides=$("$bench" --rounds 1 SIDES) || { echo "blq-bench SIDES failed"; exit 1; }
+echo "$sides"
+for cpus in one two; do
+	echo "$sides" | grep -Eq "^BENCH SIDES blq enqueue_ns=[0-9.]+ drain_ns=[0-9.]+ cpus=$cpus capacity=4096 cycles=500 rounds=1" ||
+		{ echo "no SIDES line for cpus=$cpus"; exit 1; }
+done
 # The busy host on demand: every system, and the floor, under the noise
 # threads.
 noisy=$("$bench" --compare --rounds 1 --items 4000 W1-NOISY) || { echo "blq-bench W1-NOISY failed"; exit 1; }

@@ -54,6 +54,7 @@
 #include <blq/error.h>
 
 #include "cacheline.h"
+#include "prefetch.h"
 
 /* The item as words: a consumer may read a slot while a producer refills
  * it (its copy is then dropped, blq__ring_take), so both copy it with
@@ -298,7 +299,7 @@ static inline void blq__ring_warm(const blq__ring_cursor *c)
 
 	if (i >= c->cap)
 		i -= c->cap;
-	__builtin_prefetch(&c->slots[i], 1, 3);
+	blq__prefetch_write(&c->slots[i]);
 }
 
 /* Copies *it into the ring. False when full. Lock-free, no allocation. */
