@@ -55,10 +55,12 @@
  * - Close: the worker that takes the last item closes the queue (closed =
  *   1, then blq__wake_all's notify(items, all)). It comes only after every
  *   item was taken, so it cannot hide a lost wake-up of an item.
+ * - A QoS egress thread (-DMOVER): one more sleeper on SPACE that leaves
+ *   without pushing once the ring has room, passing its wake-up on.
  * - Left out: spurious wake-ups and timeouts (they only make a sleeper
  *   look again), spin_pop/spin_push (extra looks before announcing), the
- *   timer, QoS, pause, park (SLEEP), force close, idle_ec, the item
- *   payloads, seq wrap-around.
+ *   timer, the rest of QoS, pause, park (SLEEP), force close, idle_ec,
+ *   the item payloads, seq wrap-around.
  *
  * Checked (pan -DSAFETY): no invalid end state, i.e. never everybody
  * blocked while an item waits in the ring, a producer still holds an item,
@@ -78,6 +80,9 @@
  *                     sleep for good over a published item
  *   NO_ACK            no acknowledgement in blq__ec_prepare
  *   ACK_BEFORE_SNAP   prepare acknowledges before it takes the snapshot
+ *   NO_MOVER_PASS     (with MOVER) the egress thread woken on SPACE does
+ *                     not pass the wake-up on: the producer sleeps for
+ *                     good on a ring with room
  * and two that the model shows to be harmless for lost wake-ups:
  *   NO_ACK_WAIT       no acknowledgement when a wait returns or is
  *                     cancelled
@@ -115,8 +120,14 @@
 #define STOP
 #endif
 
+#ifdef MOVER
+#define NM 1
+#else
+#define NM 0
+#endif
 #define N (NP * K)		/* items in all */
-#define NPROC (NP + NW)		/* producers 0..NP-1, workers NP..NPROC-1 */
+#define MV (NP + NW)		/* the mover's id (-DMOVER) */
+#define NPROC (NP + NW + NM)	/* producers 0..NP-1, workers NP..MV-1, the mover */
 
 #define ITEMS 0			/* items_ec: workers sleep here */
 #define SPACE 1			/* space_ec: producers sleep here */
@@ -334,6 +345,9 @@ inline ec_wake_slow(e, n)
 #if NP > 1
 			BUMP(1);
 #endif
+#ifdef MOVER
+			BUMP(MV);
+#endif
 		fi
 	}
 	atomic {
@@ -362,11 +376,17 @@ inline ec_wake_slow(e, n)
 #if NP > 1
 			WAKE(1);
 #endif
+#ifdef MOVER
+			WAKE(MV);
+#endif
 		:: e == SPACE && n != 0 ->
 			if
 			WAKE_ONE(0)
 #if NP > 1
 			WAKE_ONE(1)
+#endif
+#ifdef MOVER
+			WAKE_ONE(MV)
 #endif
 			:: else
 			fi
@@ -538,6 +558,46 @@ out:
 	ec_notify(ITEMS, 1)
 }
 
+#ifdef MOVER
+/* A QoS egress thread's wait for room in the egress (qos/egress.c,
+ * wait_room), once: it sleeps on SPACE beside the producers (and the
+ * timer) while the ring is full, and leaves once it has room without
+ * pushing anything (it found nothing to move). Woken, it passes the
+ * wake-up on (unless NO_MOVER_PASS): the workers' half-drain wakes one
+ * sleeper and counts on it to push. */
+proctype Mover(byte me)
+{
+	bit ok;
+	bit slept;
+
+	atomic { ok = (sz < CAP) };
+	if
+	:: ok -> goto roomy
+	:: else
+	fi;
+again:
+	ec_prepare(SPACE);
+	atomic { ok = (sz < CAP) };
+	if
+	:: ok ->
+		ec_cancel(SPACE);
+#ifndef NO_MOVER_PASS
+		if
+		:: slept -> ec_notify(SPACE, 1)
+		:: else
+		fi;
+#endif
+		goto roomy
+	:: else
+	fi;
+	ec_wait(SPACE);
+	slept = 1;
+	goto again;
+roomy:
+	skip
+}
+#endif
+
 #ifdef STOP
 /* blq__pool_stop for the first worker, once, at any moment. */
 proctype Balancer()
@@ -566,6 +626,9 @@ init
 #endif
 #ifdef STOP
 		run Balancer();
+#endif
+#ifdef MOVER
+		run Mover(MV);
 #endif
 	}
 	/* Everybody else has finished. */

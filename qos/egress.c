@@ -42,8 +42,9 @@
  *   producer that pushed into a sub-queue wakes one (enqueue.c, leave: a
  *   load when nobody sleeps); a woken mover passes a wake-up on to the
  *   next when it found work. With no egress room it sleeps on
- *   the queue's space event count (the port's), which the workers notify
- *   once the egress has drained to half (worker.c). If a push fails all
+ *   the queue's space event count (the port's), where the workers wake
+ *   one sleeper once the egress has drained to half (worker.c), and a
+ *   mover woken there wakes the next (wait_room says why). If a push fails all
  *   the same (another mover took the slot, or a worker claimed it and has
  *   not yet freed it), the mover holds the item and sleeps there too. So
  *   an idle QoS queue costs no CPU: the original spins idle_threshold
@@ -128,11 +129,21 @@ static bool room_seen(void *ctx)
 
 /* Waits until the egress has room: the looks first, where they pay (the
  * workers are draining it, and a sleep and wake-up per half-egress costs
- * more than the moves), then sleeps. False: the mover is to end. */
+ * more than the moves), then sleeps. False: the mover is to end.
+ *
+ * A mover woken here passes the wake-up on. The workers wake one sleeper
+ * on the egress's room per half-drain (worker.c, space_wake), and count on
+ * the one they wake to push, so that the take of what it pushed wakes the
+ * next. A mover may find nothing left to move and go to sleep on the
+ * sub-queues instead, and the timer and the producers that wait here too
+ * would then sleep on an egress with room, for good once the workers have
+ * drained it (retry_stress under ASan: a QoS round whose timer waited on
+ * an empty egress, its pool scaled down to no thread). */
 static bool wait_room(blq__mover *m)
 {
 	struct blq__qos *s = m->s;
 	blq__ec *space = s->port.space;
+	bool slept = false;
 
 	if ((m->room = blq__core_room(s->port.q)) > 0)
 		return true;
@@ -144,6 +155,8 @@ static bool wait_room(blq__mover *m)
 
 		if ((m->room = blq__core_room(s->port.q)) > 0) {
 			blq__ec_cancel(space);
+			if (slept)
+				blq__ec_notify(space, 1);
 			return true;
 		}
 		if (ending(s)) {
@@ -151,6 +164,7 @@ static bool wait_room(blq__mover *m)
 			return false;
 		}
 		blq__ec_wait(space, snap, 0);
+		slept = true;
 	}
 }
 

@@ -66,6 +66,13 @@ sizes=("-DNP=1 -DNW=2 -DK=2 -DCAP=1"
 	"-DNP=1 -DNW=3 -DK=1 -DCAP=1 -DNOSTOP")
 # The broken variants, checked in the first size.
 broken=(NO_TAKE_BARRIER NO_HANDOFF_FENCE NO_ACK ACK_BEFORE_SNAP)
+# With a QoS egress thread waiting for room beside the producers (MOVER:
+# it leaves without pushing, passing its wake-up on): 1 producer and 2
+# workers, 2 items; 2 producers and 1 worker, 1 item each; ring of 1.
+# NO_MOVER_PASS (no pass-on: the lost wake-up retry_stress found) must
+# fail in the first.
+mover_sizes=("-DMOVER -DNP=1 -DNW=2 -DK=2 -DCAP=1 -DNOSTOP"
+	"-DMOVER -DNP=2 -DNW=1 -DK=1 -DCAP=1 -DNOSTOP")
 
 # models/lanes.pml (lanes of 1 slot, a shared ring of CAP; K items per
 # producer; CR places of credit, BLQ__LANE_CREDIT, 2 unless given),
@@ -320,6 +327,11 @@ for v in "${broken[@]}"; do
 	run check_fails ec.pml "${sizes[0]} -D$v" "broken -D$v ${sizes[0]//-D/}" \
 		"the model no longer tells this variant apart"
 done
+for s in "${mover_sizes[@]}"; do
+	run check_correct ec.pml "$s" "correct ${s//-D/}"
+done
+run check_fails ec.pml "${mover_sizes[0]} -DNO_MOVER_PASS" \
+	"broken -DNO_MOVER_PASS ${mover_sizes[0]//-D/}" "the model no longer tells this variant apart"
 for s in "${lanes_sizes[@]}"; do
 	opt=-O2
 	for small in "${lanes_small[@]}"; do

@@ -29,7 +29,9 @@
  * half-drain wake of one producer (worker.c) does defer: the producer it
  * woke acknowledges it and pushes, and the take of what it pushes looks
  * again (and a producer woken into a full queue sleeps again, to be woken
- * at the next drain).
+ * at the next drain). So every sleeper there either pushes or passes the
+ * wake-up on: a QoS egress thread, which may have nothing to move, passes
+ * it on (qos/egress.c, wait_room; models/ec.pml -DMOVER).
  * Every waiter clears `pending` when it announces itself (before its
  * re-check) and again when it stops waiting (woken, timed out, or
  * cancelled after a successful re-check). So `pending` cannot stay set
