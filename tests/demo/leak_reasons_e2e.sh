@@ -60,7 +60,17 @@ ok "queue_leak_total{dir=\"rear\"} $rear: the failed leaks, by side (stats' leak
 ok "queue_failed_total $attempts counts failed attempts; stats' failed (outcomes) is 0"
 [ "$waiting" = 0 ] || fail "queue_dlq_waiting '$waiting', want 0"
 ok "queue_dlq_waiting 0"
-hist=$(curl -sS --max-time 10 "$API/api/v1/history?key=fails")
+# The sampler takes a sample a second from the key's start (demo/history.h):
+# wait for one taken after the drain (its count in is the final one), not
+# only the one taken at the start (an ASan run on a busy host got here
+# 1.3 s after the start with that one alone).
+IN=$(jq .counters.in <<<"$S")
+sampled_after_drain() {
+	hist=$(curl -sS --max-time 10 "$API/api/v1/history?key=fails")
+	LAST_STATUS=$(jq -c '.samples[-1]' <<<"$hist" 2>/dev/null)
+	jqtrue "$hist" ".samples[-1].counters.in == $IN"
+}
+wait_for 10 "a history sample after the drain" sampled_after_drain
 jqtrue "$hist" '.samples[-1].counters | .leaked_failed > 0 and .leaked_rear == 0
 	and .leaked == .leaked_rear + .leaked_front + .leaked_failed + .leaked_deadline + .leaked_closed' ||
 	fail "history: no split: $(jq -c '.samples[-1]' <<<"$hist")"
