@@ -11,7 +11,7 @@
  * that copy to be invalidated: a lane's fill, whose slot a worker on the
  * other core read a lap before, paid it on every item (docs/benchmarks.md,
  * "A prefetch for writing": on an Intel Xeon a producer's enqueue took
- * 0.81x as long on two CPUs, W1-BATCH 0.85-0.90x). Not every
+ * 0.81x as long on two CPUs, W1-BATCH 0.90x). Not every
  * x86 CPU has PREFETCHW (CPUID leaf 0x80000001, ECX bit 8), so the library
  * asks once, when it is loaded (prefetch.c), and keeps the read prefetch
  * where the CPU lacks it. Elsewhere the builtin's write form is the write
