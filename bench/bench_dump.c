@@ -22,19 +22,7 @@
 
 #include "bench_dump.h"
 #include "bench_blq.h"
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, unsigned n)
-{
-	qsort(v, n, sizeof(double), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+#include "median.h"
 
 static int rmrf_files(const char *dir)
 {
@@ -129,7 +117,7 @@ int bench_dump_fs(size_t items_override, unsigned rounds)
 			if (system(cmd) != 0)
 				return -1;
 		}
-		line("DUMP-FS", "blq", median(ns, rounds), median(al, rounds), sizes[k], rounds, -1);
+		line("DUMP-FS", "blq", bench_median(ns, rounds), bench_median(al, rounds), sizes[k], rounds, -1);
 		blq_dump_writer_free(w);
 		free(item);
 	}
@@ -204,9 +192,9 @@ int bench_dump_redis(const char *host, int port, size_t items_override, unsigned
 			rb[r] = 1e9 / rps;
 			redis_del(c, "mylist");
 		}
-		double blq_ns = median(ns, rounds);
-		line("DUMP-REDIS", "blq", blq_ns, median(al, rounds), sizes[k], rounds, -1);
-		line("DUMP-REDIS", "redis-benchmark", median(rb, rounds), 0, sizes[k], rounds, blq_ns);
+		double blq_ns = bench_median(ns, rounds);
+		line("DUMP-REDIS", "blq", blq_ns, bench_median(al, rounds), sizes[k], rounds, -1);
+		line("DUMP-REDIS", "redis-benchmark", bench_median(rb, rounds), 0, sizes[k], rounds, blq_ns);
 		blq_dump_writer_free(w);
 		free(item);
 	}

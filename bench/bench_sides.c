@@ -20,6 +20,7 @@
  */
 #include "bench_sides.h"
 #include "baseline.h"
+#include "median.h"
 
 #include <sched.h>
 #include <stdint.h>
@@ -37,19 +38,6 @@ static int nothing(void *ctx, void *payload, blq_task *t)
 	(void)payload;
 	(void)t;
 	return 0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, unsigned n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* One round: SIDES_CYCLES fills and drains of a fresh queue. *enq, *drain:
@@ -125,7 +113,7 @@ int bench_sides(unsigned rounds)
 	for (int pinned = 0; pinned < 2; pinned++)
 		printf("BENCH SIDES blq enqueue_ns=%.1f drain_ns=%.1f cpus=%s capacity=%u "
 		       "cycles=%u rounds=%u\n",
-		       median(enq[pinned], rounds), median(drain[pinned], rounds),
+		       bench_median(enq[pinned], rounds), bench_median(drain[pinned], rounds),
 		       pinned ? "one" : "two", SIDES_CAPACITY, SIDES_CYCLES, rounds);
 	return 0;
 }

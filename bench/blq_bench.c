@@ -32,6 +32,7 @@
 #include "bench_dump.h"
 #include "bench_restore.h"
 #include "bench_sides.h"
+#include "median.h"
 #include "noise.h"
 
 /* ---- allocation counter: interposes the allocator for the whole process */
@@ -155,27 +156,11 @@ typedef struct result {
 	unsigned n;
 } result;
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
 	return (x > y) - (x < y);
-}
-
-static double median(double *v, unsigned n)
-{
-	double tmp[64];
-
-	memcpy(tmp, v, n * sizeof(double));
-	qsort(tmp, n, sizeof(double), cmp_double);
-	return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
 }
 
 static int run_one(int sys, const bench_shape *s, const blq_config *base, double *ns,
@@ -228,18 +213,18 @@ enum { EXTRA_NONE = 0, EXTRA_LATENCY = 1, EXTRA_WALL = 2 };
 static void print_line(const char *wl, int sys, result *r, double blq_ns, int extra,
 		       double items, const char *more)
 {
-	double ns = median(r->ns, r->n);
+	double ns = bench_median(r->ns, r->n);
 
 	printf("BENCH %s %s ns_per_item=%.1f items_per_s=%.0f allocs_per_item=%.6g", wl,
-	       sys_names[sys], ns, 1e9 / ns, median(r->allocs, r->n));
+	       sys_names[sys], ns, 1e9 / ns, bench_median(r->allocs, r->n));
 	if (extra & EXTRA_LATENCY) {
 		double p[4][64];
 
 		for (unsigned k = 0; k < r->n; k++)
 			for (int i = 0; i < 4; i++)
 				p[i][k] = r->p[k][i];
-		printf(" p50_us=%.1f p90_us=%.1f p99_us=%.1f p999_us=%.1f", median(p[0], r->n),
-		       median(p[1], r->n), median(p[2], r->n), median(p[3], r->n));
+		printf(" p50_us=%.1f p90_us=%.1f p99_us=%.1f p999_us=%.1f", bench_median(p[0], r->n),
+		       bench_median(p[1], r->n), bench_median(p[2], r->n), bench_median(p[3], r->n));
 	}
 	if (extra & EXTRA_WALL)
 		printf(" wall_s=%.3f", ns * items / 1e9);
@@ -282,7 +267,7 @@ static double workload(const char *name, bench_shape *s, const bench_shape *othe
 			r->n++;
 		}
 	}
-	double blq_ns = res[SYS_BLQ].n ? median(res[SYS_BLQ].ns, res[SYS_BLQ].n) : 0;
+	double blq_ns = res[SYS_BLQ].n ? bench_median(res[SYS_BLQ].ns, res[SYS_BLQ].n) : 0;
 	for (int sys = 0; sys < SYS_COUNT; sys++)
 		if (mask & (1u << sys))
 			print_line(name, sys, &res[sys], blq_ns, extra, (double)s->items, more);
@@ -381,7 +366,7 @@ static int paired_ratio(const char *name, const bench_shape *s, const blq_config
 		ratio[r] = with[r] / without[r];
 		a_with[r] = (double)run_allocs / (double)s->items;
 	}
-	double w = median(with, rounds);
+	double w = bench_median(with, rounds);
 	/* A pair may still straddle two regimes, and W1's slow regime is
 	 * often slower than the variant's: the fastest round of each, both
 	 * in their fast regime, is the other view of the cost. */
@@ -392,8 +377,8 @@ static int paired_ratio(const char *name, const bench_shape *s, const blq_config
 	}
 	printf("BENCH %s blq ns_per_item=%.1f items_per_s=%.0f allocs_per_item=%.6g "
 	       "w1_ns_per_item=%.1f w1_ratio=%.3f w1_best_ratio=%.3f rounds=%u\n",
-	       name, w, 1e9 / w, median(a_with, rounds), median(without, rounds),
-	       median(ratio, rounds), best_with / best_without, rounds);
+	       name, w, 1e9 / w, bench_median(a_with, rounds), bench_median(without, rounds),
+	       bench_median(ratio, rounds), best_with / best_without, rounds);
 	return 0;
 }
 
@@ -422,18 +407,18 @@ static int w1_batch(size_t items, unsigned rounds, const blq_config *fixed, bool
 		pair_ratio[r] = pairs ? pair[r] / floor[r] : 0;
 		alloc_rate[r] = (double)run_allocs / (double)s.items;
 	}
-	double f = median(floor, rounds), b = median(batch, rounds);
+	double f = bench_median(floor, rounds), b = bench_median(batch, rounds);
 	printf("BENCH W1 floor ns_per_item=%.1f items_per_s=%.0f threads=%ld rounds=%u\n", f,
 	       1e9 / f, sysconf(_SC_NPROCESSORS_ONLN), rounds);
 	printf("BENCH W1-BATCH blq ns_per_item=%.1f items_per_s=%.0f allocs_per_item=%.6g batch=%u "
 	       "floor_ratio=%.3f rounds=%u\n",
-	       b, 1e9 / b, median(alloc_rate, rounds), s.batch, median(ratio, rounds), rounds);
+	       b, 1e9 / b, bench_median(alloc_rate, rounds), s.batch, bench_median(ratio, rounds), rounds);
 	if (pairs) {
-		double p = median(pair, rounds);
+		double p = bench_median(pair, rounds);
 
 		printf("BENCH W1-BATCH pairs ns_per_item=%.1f items_per_s=%.0f allocs_per_item=%.6g "
 		       "batch=%u floor_ratio=%.3f blq_ratio=%.3f rounds=%u\n",
-		       p, 1e9 / p, median(pair_allocs, rounds), s.batch, median(pair_ratio, rounds),
+		       p, 1e9 / p, bench_median(pair_allocs, rounds), s.batch, bench_median(pair_ratio, rounds),
 		       b / p, rounds);
 	}
 	fflush(stdout);
@@ -485,7 +470,7 @@ static int w1_many(size_t items, unsigned rounds, const blq_config *fixed, unsig
 			r->n++;
 		}
 	result *b = &res[SYS_BLQ];
-	double blq_ns = b->n ? median(b->ns, b->n) : 0;
+	double blq_ns = b->n ? bench_median(b->ns, b->n) : 0;
 	char more[128];
 	snprintf(more, sizeof(more), "producers=%u", s.producers);
 	if (b->n) {
@@ -496,7 +481,7 @@ static int w1_many(size_t items, unsigned rounds, const blq_config *fixed, unsig
 		}
 		snprintf(more, sizeof(more),
 			 "producers=%u w1_ns_per_item=%.1f w1_ratio=%.3f w1_best_ratio=%.3f",
-			 s.producers, median(w1_ns, b->n), median(ratio, b->n), best / best_w1);
+			 s.producers, bench_median(w1_ns, b->n), bench_median(ratio, b->n), best / best_w1);
 	}
 	for (int sys = 0; sys < SYS_COUNT; sys++)
 		if (mask & (1u << sys))
