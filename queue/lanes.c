@@ -398,7 +398,8 @@ void blq__lanes_unspend(blq *q, blq__lane *l)
 	atomic_fetch_add_explicit(&blq__lane_cell(q, l)->entered, 1, memory_order_release);
 }
 
-static uint64_t held_word(const blq *q)
+/* The places held's word counts (its transit and begun bits left out). */
+static uint64_t held_count(const blq *q)
 {
 	return atomic_load_explicit(&q->lanes.held, memory_order_relaxed) & BLQ__HELD_MASK;
 }
@@ -420,14 +421,14 @@ static uint64_t less_credit(const blq *q, uint64_t held, unsigned made)
 
 uint64_t blq__lanes_held(const blq *q)
 {
-	uint64_t held = held_word(q);
+	uint64_t held = held_count(q);
 
 	return less_credit(q, held, atomic_load_explicit(&q->lanes.made, memory_order_acquire));
 }
 
 bool blq__lanes_held_within(const blq *q, uint64_t limit)
 {
-	uint64_t held = held_word(q);
+	uint64_t held = held_count(q);
 
 	if (held <= limit)
 		return true; /* the credit only takes away */
