@@ -15,6 +15,7 @@
  */
 
 #include <errno.h>
+#include <signal.h>
 #include <getopt.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -163,12 +164,39 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* A system's round that has not ended after this long is stalled: the raw
+ * ck ring's MPMC enqueue waits for the producer before it to publish,
+ * and on 2 CPUs both producers have been seen spinning in that wait for
+ * good (W1, 0f681e9 and 9b106d4), which held a run of --compare for its
+ * whole outer timeout. The longest healthy round (W1-NOISY, GLib) takes
+ * a few seconds. */
+#define STALL_S 120u
+
+static const char *volatile stalled_sys = "";
+
+/* SIGALRM during a round: say which system stalled and end the process
+ * (its threads cannot be stopped; the lines printed so far stay, stdout
+ * being line-buffered), so a script that runs blq-bench again goes on. */
+static void on_stall(int sig)
+{
+	static const char a[] = "blq-bench: ", b[] = " stalled (a round past 120 s); giving up\n";
+
+	(void)sig;
+	if (write(STDERR_FILENO, a, sizeof(a) - 1) < 0 ||
+	    write(STDERR_FILENO, stalled_sys, strlen(stalled_sys)) < 0 ||
+	    write(STDERR_FILENO, b, sizeof(b) - 1) < 0)
+		_exit(3);
+	_exit(3);
+}
+
 static int run_one(int sys, const bench_shape *s, const blq_config *base, double *ns,
 		   double *allocs_per_item)
 {
 	uint64_t a0 = bench_allocs(), in_run = 0;
 	int64_t t;
 
+	stalled_sys = sys_names[sys];
+	alarm(STALL_S);
 	switch (sys) {
 	case SYS_BLQ:
 		t = bench_run_blq(s, base, &in_run);
@@ -189,6 +217,7 @@ static int run_one(int sys, const bench_shape *s, const blq_config *base, double
 		t = bench_run_ckring(s);
 		break;
 	}
+	alarm(0);
 	if (t < 0)
 		return -1;
 	if (sys != SYS_BLQ)
@@ -743,6 +772,10 @@ int main(int argc, char **argv)
 		for (int j = 0; j < NWL; j++)
 			want[j] = true;
 
+	/* Line-buffered: a stalled round ends the process (on_stall), and
+	 * the lines of the workloads before it must be out by then. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGALRM, on_stall);
 	calibrate();
 	printf("# blq-bench: task body %u spin iterations (~50 ns), %u rounds%s", spin_iters, rounds,
 	       compare ? ", compare" : "");
