@@ -146,6 +146,11 @@ typedef struct blq__hand {
 	/* The worker's own copy of w->started (hand_places.c), and whether
 	 * this hand's places are in the lanes' held (released at its end). */
 	uint64_t started;
+	/* The item whose attempt runs under a time limit: set by the worker
+	 * before it publishes the limit (worker.c), read by the thread that
+	 * gives the attempt up (late.c). Not it[next - 1]: a settle after an
+	 * earlier give-up of the same item moves next to the hand's end. */
+	blq__item *running;
 	bool placed;
 } blq__hand;
 

@@ -25,9 +25,14 @@
  * (handback.c): its CAS on the worker's busy word, then the hand copied,
  * then BLQ__HAND_GONE stored with release, which the worker waits for
  * after its callback. blq__late_take runs inside that window: it raises
- * the token (so a later claim fails), reads the running item (the
- * worker's last started one, w->h.it[next - 1], ordered by the CAS like
- * the hand), copies it, unpublishes it from its handle (blq_cancel then
+ * the token (so a later claim fails), reads the running item (the one
+ * the worker published in w->h.running before its limit, ordered by the
+ * CAS like the hand; not w->h.it[next - 1]: when an earlier give-up of
+ * the same item could not end it and its retry, finding no room, ran
+ * again in place, that give-up's settle had moved next to the hand's
+ * end, and the second give-up ended the hand's last item, which then ran
+ * twice, while the stuck one never ended: late_timeout_test,
+ * a_second_give_up_ends_the_item_it_gave_up), copies it, unpublishes it from its handle (blq_cancel then
  * leaves the task alone) and sets w->late. The worker, after its settle,
  * sees w->late and only frees the payload. The outcome itself runs after
  * the window (blq__late_end), so the worker never waits for hooks or a
@@ -69,7 +74,7 @@ bool blq__late_take(blq *q, blq__worker *w, blq__late *late, unsigned room)
 	    tok == BLQ__TOKEN_CLAIMED)
 		return false;
 	const blq__hand *h = &w->h;
-	const blq__item *it = &h->it[h->next - 1]; /* the running one (worker.c) */
+	const blq__item *it = h->running; /* the running one (worker.c) */
 	bool copy = takes_payload(q, it, it->done != NULL && blq__handle_cancelled(it->done));
 
 	/* A retry that finds no room waits in the backlog: only with a place

@@ -181,6 +181,9 @@ static void run_item(blq *q, blq__worker *w, blq__item *it)
 		if (limited) {
 			uint64_t start = blq__now(q);
 
+			/* Before the limit's seq_cst store: a thread whose CAS
+			 * gives the attempt up reads it (late.c). */
+			w->h.running = it;
 			w->task.timeout_at = blq__sat_add(start, it->timeout_ns);
 			blq__watchdog_arm(q, &w->busy_until,
 					  w->task.timeout_at < BLQ__BUSY_NO_LIMIT ? w->task.timeout_at

@@ -392,3 +392,115 @@ Test(late, many_late_attempts_free_each_payload_once)
 	/* Every payload and every copy freed once: the items, the copies. */
 	cr_expect_eq(atomic_load(&tu_freed), 400 + atomic_load(&dups));
 }
+
+/*
+ * An item given up twice at its limit, in one worker: the first give-up
+ * takes the worker's hand back and cannot end the item (item_dup fails,
+ * so the item waits for its callback); the callback fails, its retry
+ * finds the queue full and runs again in place on the same worker; the
+ * second give-up must end that item, not the slot of the hand the first
+ * one emptied (it read h->it[h->next - 1], and the first give-up's settle
+ * had moved next to the hand's end: it ended a copy of the hand's last
+ * item, which then ran twice, and the stuck item never ended; under ASan
+ * the same read of a hand item whose waiter was gone was a
+ * use-after-free, seen in retry_stress).
+ */
+#define TWICE_N 64
+static tu_gate gate2, gate3;
+static _Atomic unsigned ran_ok[256];
+static _Atomic unsigned dup_calls;
+
+static void *dup_second(const void *payload)
+{
+	const tu_item *it = payload;
+
+	if (atomic_fetch_add(&dup_calls, 1) == 0)
+		return NULL; /* the first give-up cannot go on on a copy */
+	return tu_item_new(it->id);
+}
+
+static int stuck_twice(void *ctx, void *payload, blq_task *t)
+{
+	(void)ctx;
+	tu_item *it = payload;
+	unsigned a = blq_task_attempt(t);
+
+	if (it->id == 0 && a == 1) {
+		tu_gate_pass(&gate);
+		return -1;
+	}
+	if (it->id == 0 && a == 2) {
+		tu_gate_pass(&gate3);
+		return -1;
+	}
+	if (it->id != 0)
+		tu_gate_pass(&gate2);
+	/* Ours unless given up first (item 0 has a limit): claim, then free. */
+	if (!blq_task_claim(t))
+		return 0;
+	atomic_fetch_add(&ran_ok[it->id], 1);
+	tu_item_free(payload);
+	return 0;
+}
+
+Test(late, a_second_give_up_ends_the_item_it_gave_up)
+{
+	tu_gate_init(&gate2);
+	tu_gate_init(&gate3);
+	atomic_store(&dup_calls, 0);
+	for (unsigned i = 0; i < 256; i++)
+		atomic_store(&ran_ok[i], 0);
+	/* Only item 0 has a limit: the other items' worker waits in gate2
+	 * without being given up, so the queue stays full. */
+	blq_config c = {.name = "late-twice", .capacity = TWICE_N, .workers = 1,
+			.worker = stuck_twice, .item_free = tu_item_free, .item_dup = dup_second,
+			.max_retries = 3};
+	blq *q = must_new(&c);
+
+	/* Paused while it fills, so the worker's first take finds the lane
+	 * deep and takes item 0 with a hand of the next ones. */
+	cr_assert_eq(blq_pause(q), 0);
+	blq_job j0 = {.payload = tu_item_new(0), .timeout_ns = LIMIT};
+	cr_assert_eq(blq_enqueue_job(q, &j0), 0);
+	for (uint64_t i = 1; i < TWICE_N; i++)
+		cr_assert_eq(blq_enqueue(q, tu_item_new(i)), 0);
+	cr_assert_eq(blq_resume(q), 0);
+
+	/* The first give-up: item 0 stays with its callback (no copy), the
+	 * hand goes back, a replacement starts and waits in gate2. */
+	cr_assert(TU_WAIT_FOR(atomic_load(&dup_calls) == 1, 5000), "the first give-up");
+	cr_assert(TU_WAIT_FOR(atomic_load(&gate2.waiting) == 1, 5000), "the replacement runs");
+	/* Fill every place left, so the failed attempt's retry finds none. */
+	uint64_t next = TWICE_N;
+	for (int rc = 0; rc == 0 && next < 256;) {
+		tu_item *extra = tu_item_new(next);
+
+		rc = blq_try_enqueue(q, extra);
+		if (rc == 0)
+			next++;
+		else
+			tu_item_free(extra);
+	}
+	cr_assert(next < 256, "the queue filled");
+
+	/* Attempt 1 fails; its retry has no room and runs again in place
+	 * (attempt 2), which the watchdog gives up too: on a copy now. */
+	tu_gate_open(&gate);
+	cr_assert(TU_WAIT_FOR(atomic_load(&dup_calls) == 2, 5000), "the second give-up");
+	tu_gate_open(&gate3);
+	tu_gate_open(&gate2);
+	cr_assert(tu_wait_unstuck(q));
+	cr_assert_eq(blq_close(q), 0);
+	struct blq_stats s = stats(q);
+	blq_free(q);
+
+	/* Every item ran to success once: item 0 on its copy (attempt 3). */
+	for (uint64_t i = 0; i < next; i++)
+		cr_expect_eq(atomic_load(&ran_ok[i]), 1, "item %llu ran %u times", (unsigned long long)i,
+			     atomic_load(&ran_ok[i]));
+	cr_expect(tu_balanced(&s));
+	cr_expect_eq(s.processed, next);
+	cr_expect_eq(s.timed_out, 2, "item 0, twice");
+	tu_gate_destroy(&gate2);
+	tu_gate_destroy(&gate3);
+}
