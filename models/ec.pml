@@ -530,9 +530,14 @@ taken:
 progress_take:			/* for pan -l (non-progress cycles), see the doc */
 	took = 0;
 	slept = 0;		/* next_item returned */
-	/* after_take: space.waiters (after the take's CAS: no fence), ring
-	 * at half, claim, wake all. */
+	/* after_take: space.waiters (after the take's CAS: no fence), a
+	 * wake-up pending (blq__ec_pending: then no claim can succeed, and
+	 * the ring's size is not read), ring at half, claim, wake one. */
 	atomic { ok = (waiters[SPACE] != 0) };
+	if
+	:: ok -> atomic { ok = (pending[SPACE] == 0) }
+	:: else
+	fi;
 	if
 	:: ok ->
 		if

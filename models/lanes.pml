@@ -1020,14 +1020,19 @@ inline take(ok)
 	fi
 }
 
-/* after_take: space's waiters (after the release, its barrier), held at
- * half, claim, wake all. */
+/* after_take: space's waiters (after the release, its barrier), a
+ * wake-up pending (blq__ec_pending: then no claim can succeed, and the
+ * count is not read), held at half, claim, wake all. */
 inline after_take()
 {
 #ifndef NO_RELEASE_BARRIER
 	atomic { sw = (waiters[SPACE] != 0) };
 #endif
 #ifndef NO_SPACE_WAKE
+	if
+	:: sw -> atomic { sw = (pending[SPACE] == 0) }
+	:: else
+	fi;
 	if
 	:: sw ->
 		/* blq__ring_items: blq__lanes_items, held (a load), less

@@ -94,8 +94,12 @@ static inline void space_wake(blq *q)
 	 * freed it (a take's CAS on a ring's head, util/ring.h; a hand's
 	 * release from held, hand_places.c), seq_cst: the barrier, as
 	 * blq__handoff's add is the producers'. */
-	if (blq__ec_waiters_after_rmw(&q->space_ec) != 0 && wake_due(q) &&
-	    blq__ec_claim(&q->space_ec))
+	/* A wake-up still pending first: then no claim can succeed, and
+	 * wake_due may walk the lanes' cells (a miss each: W1-MANY's 64
+	 * producers keep sleepers and a pending wake-up on space_ec most of
+	 * the time). */
+	if (blq__ec_waiters_after_rmw(&q->space_ec) != 0 && !blq__ec_pending(&q->space_ec) &&
+	    wake_due(q) && blq__ec_claim(&q->space_ec))
 		blq__ec_wake_slow(&q->space_ec, 1);
 }
 

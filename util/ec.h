@@ -148,6 +148,14 @@ static inline uint32_t blq__ec_waiters_after_rmw(blq__ec *ec)
 #endif
 }
 
+/* Whether a wake-up is pending (a relaxed look, as blq__ec_claim's
+ * first): a caller with a costly condition to evaluate before its claim
+ * looks here first, since the claim would fail anyway. */
+static inline int blq__ec_pending(blq__ec *ec)
+{
+	return atomic_load_explicit(&ec->pending, memory_order_relaxed) != 0;
+}
+
 /* Claims the right to issue the wake-up: false when one is pending. */
 static inline int blq__ec_claim(blq__ec *ec)
 {
