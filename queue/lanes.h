@@ -31,8 +31,9 @@
  * credit and spends them one per item; a producer that finds held full,
  * and no started hand place to claim (they are looked at first: on W1
  * they have room far more often), takes what it needs from the other
- * lanes' credit before it calls the queue full, so credit in a lane never makes a queue with room refuse
- * (blq_size and the wake-up of producers count held less the credit).
+ * lanes' credit before it calls the queue full, so credit in a lane never
+ * makes a queue with room refuse (blq_size and the wake-up of producers
+ * count held less the credit).
  * Nor does credit on its way to a lane: a refill's places are reserved
  * in held (a CAS) and then added to the lane's credit, and a producer
  * preempted between the two holds up to BLQ__LANE_CREDIT - 1 places out

@@ -32,14 +32,15 @@
  * again in place, that give-up's settle had moved next to the hand's
  * end, and the second give-up ended the hand's last item, which then ran
  * twice, while the stuck one never ended: late_timeout_test,
- * a_second_give_up_ends_the_item_it_gave_up), copies it, unpublishes it from its handle (blq_cancel then
- * leaves the task alone) and sets w->late. The worker, after its settle,
- * sees w->late and only frees the payload. The outcome itself runs after
- * the window (blq__late_end), so the worker never waits for hooks or a
- * DLQ: it goes through blq__attempt_failed with no worker, as a worker's
- * failed attempt would, with item_free held back for a lent original
- * (outcome.c). Until it is placed the item counts in q->staged, as the
- * hand does, so a draining close waits for it.
+ * a_second_give_up_ends_the_item_it_gave_up), copies it, unpublishes it
+ * from its handle (blq_cancel then leaves the task alone) and sets
+ * w->late. The worker, after its settle, sees w->late and only frees the
+ * payload. The outcome itself runs after the window (blq__late_end), so
+ * the worker never waits for hooks or a DLQ: it goes through
+ * blq__attempt_failed with no worker, as a worker's failed attempt would,
+ * with item_free held back for a lent original (outcome.c). Until it is
+ * placed the item counts in q->staged, as the hand does, so a draining
+ * close waits for it.
  *
  * Where it runs: on the watchdog's thread, so the hooks of an item that
  * times out at its limit run there (queue.h, blq_done), and a DLQ that
