@@ -18,6 +18,7 @@
  * and after figures of docs/benchmarks.md ("Restore").
  */
 #include "bench_restore.h"
+#include "median.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -41,13 +42,6 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
 }
 
 static _Atomic uint64_t *map_counter(const char *path, bool create)
@@ -207,7 +201,7 @@ int bench_restore_redis(const char *self, const char *host, int port, size_t ite
 	size_t n = items_override ? items_override : ITEMS;
 
 	for (unsigned procs = 1; procs <= 3; procs++) {
-		double ns[64];
+		double ns[BENCH_ROUNDS_MAX];
 		uint64_t dups = 0;
 		for (unsigned r = 0; r < rounds; r++) {
 			uint64_t d = 0;
@@ -215,8 +209,7 @@ int bench_restore_redis(const char *self, const char *host, int port, size_t ite
 				return -1;
 			dups += d;
 		}
-		qsort(ns, rounds, sizeof(double), cmp_double);
-		double med = rounds % 2 ? ns[rounds / 2] : (ns[rounds / 2 - 1] + ns[rounds / 2]) / 2;
+		double med = bench_median(ns, rounds);
 		printf("BENCH RESTORE-REDIS blq ns_per_item=%.1f items_per_s=%.0f "
 		       "allocs_per_item=nan procs=%u item_bytes=%u dups=%llu rounds=%u\n",
 		       med, 1e9 / med, procs, BYTES, (unsigned long long)dups, rounds);

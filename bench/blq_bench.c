@@ -15,8 +15,8 @@
  */
 
 #include <errno.h>
-#include <signal.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -703,7 +703,7 @@ int main(int argc, char **argv)
 			break;
 		case 'r':
 			rounds = (unsigned)strtoul(optarg, &end, 10);
-			if (*end != '\0' || rounds == 0 || rounds > 64) {
+			if (*end != '\0' || rounds == 0 || rounds > BENCH_ROUNDS_MAX) {
 				fprintf(stderr, "blq-bench: --rounds: want 1..64, got '%s'\n", optarg);
 				return 2;
 			}

@@ -1,5 +1,5 @@
 /* The median of a bench's rounds, shared by the workloads' drivers
- * (blq_bench.c, bench_dump.c, bench_sides.c). */
+ * (blq_bench.c, bench_dump.c, bench_restore.c, bench_sides.c). */
 #ifndef BLQ_BENCH_MEDIAN_H
 #define BLQ_BENCH_MEDIAN_H
 

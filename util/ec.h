@@ -159,7 +159,7 @@ static inline int blq__ec_pending(blq__ec *ec)
 /* Claims the right to issue the wake-up: false when one is pending. */
 static inline int blq__ec_claim(blq__ec *ec)
 {
-	return atomic_load_explicit(&ec->pending, memory_order_relaxed) == 0 &&
+	return !blq__ec_pending(ec) &&
 	       atomic_exchange_explicit(&ec->pending, 1, memory_order_seq_cst) == 0;
 }
 
