@@ -412,11 +412,9 @@ static _Atomic unsigned dup_calls;
 
 static void *dup_second(const void *payload)
 {
-	const tu_item *it = payload;
-
 	if (atomic_fetch_add(&dup_calls, 1) == 0)
 		return NULL; /* the first give-up cannot go on on a copy */
-	return tu_item_new(it->id);
+	return item_dup(payload);
 }
 
 static int stuck_twice(void *ctx, void *payload, blq_task *t)
