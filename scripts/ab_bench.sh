@@ -10,7 +10,9 @@
 #   e.g. scripts/ab_bench.sh /tmp/base/bench/blq-bench build/rel/bench/blq-bench 9 W1 W1-QOS RETRY W1-PROM
 #
 # Ratio < 1: B is faster. Latency workloads (W3) also get their p50, p90
-# and p99 compared the same way. Exit 2 on bad arguments.
+# and p99 compared the same way. A warning on stderr when the two builds
+# are configured differently (their CMakeCache.txt). Exit 2 on bad
+# arguments.
 set -euo pipefail
 if [ $# -lt 3 ] || [ ! -x "$1" ] || [ ! -x "$2" ] || ! [[ "$3" =~ ^[0-9]+$ ]] || [ "$3" -lt 1 ]; then
 	echo "usage: $0 A-blq-bench B-blq-bench RUNS [WORKLOAD...] [-- blq-bench args]" >&2
