@@ -31,6 +31,10 @@ static void task(void *payload)
 
 static int check(const char *name, int64_t (*run)(const bench_shape *), const bench_shape *s)
 {
+	/* Before it runs, and unbuffered: a check that hangs is named in the
+	 * log the test's timeout leaves (stdout, buffered in a pipe, is lost). */
+	fprintf(stderr, "%s (%u producers, %u workers, capacity %zu, batch %u)\n", name,
+		s->producers, s->workers, s->capacity, s->batch);
 	for (size_t i = 0; i <= ITEMS; i++)
 		atomic_store(&seen[i], 0);
 	if (run(s) < 0) {
@@ -79,9 +83,14 @@ int main(void)
 					 .task = task};
 
 			/* The ck ring's MPMC push spins without yielding for a
-			 * preempted producer ahead of it: 64 producers on two
-			 * CPUs can stall it for minutes (docs/benchmarks.md). */
-			if (s.producers > 8 && systems[j].run == bench_run_ckring)
+			 * preempted producer ahead of it: once the scheduler
+			 * puts two producers on one CPU, each push waits for
+			 * the other's turn on it, one push per time slice (with
+			 * two producers 1 of 11 runs of this program hung;
+			 * docs/benchmarks.md, "Running them").
+			 * That is CK's, not the harness's: its one-producer
+			 * shapes check the harness's contract. */
+			if (s.producers > 1 && systems[j].run == bench_run_ckring)
 				continue;
 			if (check(systems[j].name, systems[j].run, &s) != 0)
 				failed++;
