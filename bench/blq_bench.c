@@ -166,10 +166,10 @@ static int cmp_u64(const void *a, const void *b)
 
 /* A system's round that has not ended after STALL_S seconds, plus 10 us
  * per item (a long --items), is stalled: the raw ck ring's MPMC enqueue
- * waits for the producer before it to publish, and on 2 CPUs both
- * producers have been seen spinning in that wait for good (W1, 0f681e9
- * and 9b106d4), which held a run of --compare for its whole outer
- * timeout. The longest healthy round at the default items (W1-NOISY,
+ * waits, spinning, for the producer before it to publish, and with both
+ * producers on one CPU each spins its whole time slice for the other:
+ * one push per slice (docs/benchmarks.md, "Running them"), which held a
+ * run of --compare for its whole outer timeout. The longest healthy round at the default items (W1-NOISY,
  * the mutex pool) takes a few seconds. */
 #define STALL_S 120u
 
@@ -704,7 +704,8 @@ int main(int argc, char **argv)
 		case 'r':
 			rounds = (unsigned)strtoul(optarg, &end, 10);
 			if (*end != '\0' || rounds == 0 || rounds > BENCH_ROUNDS_MAX) {
-				fprintf(stderr, "blq-bench: --rounds: want 1..64, got '%s'\n", optarg);
+				fprintf(stderr, "blq-bench: --rounds: want 1..%u, got '%s'\n",
+					BENCH_ROUNDS_MAX, optarg);
 				return 2;
 			}
 			break;
